@@ -1,0 +1,3 @@
+from rlexp.cli import main
+
+main()

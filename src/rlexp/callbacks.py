@@ -1,0 +1,107 @@
+"""SB3 callbacks of a run: periodic evaluation keeping the best agent, checkpoints, user callbacks."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlexp.saving import save_agent, save_agent_dir
+
+BEST_DIR = "best"
+CHECKPOINT_DIR = "checkpoints"
+
+
+class SaveBestCallback(BaseCallback):
+    """Run by EvalCallback on a new best mean reward: saves the agent atomically to ``save_dir``.
+
+    (EvalCallback's own ``best_model_save_path`` overwrites the file in place and skips the
+    normalization statistics.)
+    """
+
+    def __init__(self, save_dir: Path) -> None:
+        super().__init__()
+        self.save_dir = save_dir
+        self.best: dict[str, Any] | None = None
+
+    def _on_step(self) -> bool:
+        assert isinstance(self.parent, EvalCallback)
+        rewards = np.asarray(self.parent.evaluations_results[-1])
+        self.best = {
+            "mean": float(rewards.mean()),
+            "std": float(rewards.std()),
+            "episodes": int(rewards.size),
+            "step": int(self.num_timesteps),
+        }
+        save_agent(self.model, self.save_dir)
+        return True
+
+
+class CheckpointCallback(BaseCallback):
+    """Every ``save_freq`` env steps, a complete agent in ``checkpoints/step_<N>/``.
+
+    Each checkpoint directory appears whole or not at all, unlike SB3's CheckpointCallback, which
+    writes its files in place; ``keep_last`` bounds the disk used by long runs.
+    """
+
+    def __init__(
+        self, save_dir: Path, save_freq: int, save_replay_buffer: bool = False, keep_last: int | None = None
+    ) -> None:
+        super().__init__()
+        self.save_dir = save_dir
+        self.save_freq = save_freq
+        self.save_replay_buffer = save_replay_buffer
+        self.keep_last = keep_last
+        self._next_save = 0
+
+    def _init_callback(self) -> None:
+        self._next_save = (self.num_timesteps // self.save_freq + 1) * self.save_freq
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next_save:
+            self._next_save = (self.num_timesteps // self.save_freq + 1) * self.save_freq
+            save_agent_dir(
+                self.model, self.save_dir / f"step_{self.num_timesteps:012d}", self.save_replay_buffer
+            )
+            if self.keep_last:
+                for old in sorted(self.save_dir.glob("step_*"))[: -self.keep_last]:
+                    shutil.rmtree(old, ignore_errors=True)
+        return True
+
+
+def build_callbacks(
+    cfg: DictConfig, run_dir: Path, eval_env: VecEnv
+) -> tuple[CallbackList, SaveBestCallback | None, EvalCallback | None]:
+    """All callbacks of the run; also returns the ones the manager reads results from."""
+    cb_cfg = cfg.callbacks
+    callbacks: list[BaseCallback] = []
+    save_best = eval_cb = None
+    if cb_cfg.eval.freq > 0:
+        save_best = SaveBestCallback(run_dir / BEST_DIR)
+        eval_cb = EvalCallback(
+            eval_env,
+            callback_on_new_best=save_best,
+            n_eval_episodes=cb_cfg.eval.n_episodes,
+            eval_freq=max(cb_cfg.eval.freq // cfg.env.n_envs, 1),
+            log_path=str(run_dir),  # evaluations.npz, as RL Zoo's plotting scripts expect
+            deterministic=cb_cfg.eval.deterministic,
+            verbose=cfg.logger.verbose,
+        )
+        callbacks.append(eval_cb)
+    if cb_cfg.checkpoint.freq > 0:
+        callbacks.append(
+            CheckpointCallback(
+                run_dir / CHECKPOINT_DIR,
+                cb_cfg.checkpoint.freq,
+                cb_cfg.checkpoint.save_replay_buffer,
+                cb_cfg.checkpoint.keep_last,
+            )
+        )
+    callbacks.extend(instantiate(spec) for spec in cb_cfg.extra.values())
+    return CallbackList(callbacks), save_best, eval_cb

@@ -1,0 +1,132 @@
+"""Builds the training and evaluation vector envs from the `env` config group."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from pathlib import Path
+from typing import Any, Callable
+
+import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+from stable_baselines3.common.vec_env import (
+    DummyVecEnv,
+    SubprocVecEnv,
+    VecEnv,
+    VecFrameStack,
+    VecNormalize,
+    VecTransposeImage,
+)
+
+from rlexp.errors import ConfigError
+
+VEC_ENV_CLASSES = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
+EVAL_SEED_OFFSET = 10_000  # eval episodes never share a seed with training episodes
+
+
+def resolve_spec(env_id: str) -> EnvSpec:
+    """The Gymnasium spec for a registered id, ``module:Id`` or ``module:EnvClass``.
+
+    Fails with Gymnasium's own "did you mean" suggestion for a misspelt id.
+    """
+    if ":" not in env_id:
+        try:
+            return gym.spec(env_id)
+        except gym.error.Error as err:
+            raise ConfigError(f"env.id={env_id!r}: {err}") from None
+    module_name, name = env_id.split(":", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(f"env.id={env_id!r}: cannot import module {module_name!r} ({err})") from None
+    if name in gym.registry:
+        return gym.spec(name)
+    attr = getattr(module, name, None)
+    if isinstance(attr, type) and issubclass(attr, gym.Env):
+        return EnvSpec(id=name, entry_point=env_id)
+    try:
+        gym.spec(name)
+    except gym.error.Error as err:
+        raise ConfigError(f"env.id={env_id!r}: {err}") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _apply_wrappers(env: gym.Env, wrappers: list[dict[str, Any]]) -> gym.Env:
+    for spec in wrappers:
+        env = instantiate(spec, env)
+    return env
+
+
+def _env_kwargs(env_cfg: DictConfig, for_eval: bool) -> dict[str, Any]:
+    kwargs: dict[str, Any] = OmegaConf.to_container(env_cfg.kwargs, resolve=True)  # type: ignore[assignment]
+    if for_eval:
+        kwargs.update(OmegaConf.to_container(env_cfg.eval_kwargs, resolve=True))  # type: ignore[arg-type]
+    if env_cfg.max_episode_steps is not None:
+        kwargs["max_episode_steps"] = env_cfg.max_episode_steps
+    return kwargs
+
+
+def make_env_fn(env_cfg: DictConfig, for_eval: bool = False) -> Callable[[], gym.Env]:
+    """A picklable zero-argument constructor of one raw env (before Monitor and wrappers)."""
+    spec = resolve_spec(env_cfg.id)
+    return functools.partial(gym.make, spec, **_env_kwargs(env_cfg, for_eval))
+
+
+def check_env(env_cfg: DictConfig) -> None:
+    """Gymnasium's env checker on one env, turned into a one-line error."""
+    from gymnasium.utils.env_checker import check_env as gym_check_env
+
+    env = make_env_fn(env_cfg)()
+    try:
+        gym_check_env(env.unwrapped, skip_render_check=True)
+    except AssertionError as err:
+        raise ConfigError(f"env.check: {env_cfg.id} fails Gymnasium's env checker: {err}") from None
+    finally:
+        env.close()
+
+
+def build_vec_env(
+    env_cfg: DictConfig,
+    seed: int,
+    monitor_dir: Path,
+    for_eval: bool = False,
+    normalize_stats: Path | None = None,
+) -> VecEnv:
+    """Train env (``for_eval=False``) or eval env with Monitor, wrappers, VecNormalize, frame stack.
+
+    The eval env uses but never updates the normalization statistics: they are synced from the
+    train env before each evaluation (SB3's EvalCallback and ``sync_envs_normalization``).
+    """
+    wrappers = list(OmegaConf.to_container(env_cfg.wrappers, resolve=True).values())  # type: ignore[union-attr]
+    n_envs = 1 if for_eval else env_cfg.n_envs
+    if n_envs < 1:
+        raise ConfigError(f"env.n_envs must be >= 1, got {n_envs}")
+    monitor_dir.mkdir(parents=True, exist_ok=True)
+    venv = make_vec_env(
+        make_env_fn(env_cfg, for_eval),
+        n_envs=n_envs,
+        seed=seed + EVAL_SEED_OFFSET if for_eval else seed,
+        monitor_dir=str(monitor_dir),
+        wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
+        vec_env_cls=DummyVecEnv if for_eval else VEC_ENV_CLASSES[env_cfg.vec_env.value],
+    )
+    if env_cfg.normalize:
+        if normalize_stats is not None:
+            venv = VecNormalize.load(str(normalize_stats), venv)
+        else:
+            kwargs = OmegaConf.to_container(env_cfg.normalize_kwargs, resolve=True)
+            venv = VecNormalize(venv, **kwargs)  # type: ignore[arg-type]
+        if for_eval:
+            venv.training = False
+            venv.norm_reward = False
+    if env_cfg.frame_stack:
+        venv = VecFrameStack(venv, n_stack=env_cfg.frame_stack)
+    if is_image_space(venv.observation_space) and not is_image_space_channels_first(
+        venv.observation_space  # type: ignore[arg-type]
+    ):
+        venv = VecTransposeImage(venv)
+    return venv

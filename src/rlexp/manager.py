@@ -1,0 +1,144 @@
+"""Wires one run together: envs -> model -> callbacks -> learn -> save -> evaluate -> summary.
+
+Each step lives in its own module; this one only decides the order and writes the run directory:
+
+    run_dir/
+      model.zip, vecnormalize.pkl, replay_buffer.pkl   final agent (statistics/buffer when used/asked)
+      best/model.zip, best/vecnormalize.pkl            best agent of the periodic evaluations
+      checkpoints/step_<N>/                            complete agents every callbacks.checkpoint.freq
+      evaluations.npz                                  periodic evaluations (RL Zoo's format)
+      monitor/train/*.monitor.csv, monitor/eval/       episode logs
+      logs/                                            progress.csv and TensorBoard events
+      config.yaml, command.txt, .hydra/                the composed config as used, the command line
+      summary.json                                     versions, seed, times, steps, scores
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import sync_envs_normalization
+
+from rlexp.callbacks import build_callbacks
+from rlexp.envs import build_vec_env, check_env
+from rlexp.errors import ConfigError
+from rlexp.model import build_model, find_trained_agent, load_model
+from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
+from rlexp.summary import now, provenance
+
+
+def validate(cfg: DictConfig) -> None:
+    """Checks that the schemas cannot express, before anything is built."""
+    if cfg.n_timesteps <= 0:
+        raise ConfigError(f"n_timesteps must be > 0, got {cfg.n_timesteps}")
+    if cfg.torch_threads < 1:
+        raise ConfigError(f"torch_threads must be >= 1, got {cfg.torch_threads}")
+    if cfg.callbacks.eval.final_episodes < 1:
+        raise ConfigError(f"callbacks.eval.final_episodes must be >= 1, got {cfg.callbacks.eval.final_episodes}")
+    if cfg.trained_agent is not None:
+        find_trained_agent(cfg.trained_agent)
+
+
+def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any]) -> float:
+    """Train, save and evaluate one agent; returns the final mean evaluation reward."""
+    validate(cfg)
+    torch.set_num_threads(cfg.torch_threads)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    atomic_write_text(run_dir / "command.txt", shlex.join(sys.argv) + "\n")
+    summary: dict[str, Any] = {
+        "status": "running",
+        "algo": choices.get("algo"),
+        "algo_class": cfg.algo._target_,
+        "env": choices.get("env"),
+        "env_id": cfg.env.id,
+        "tuned_file": cfg.tuned_file,
+        "seed": cfg.seed,
+        "n_timesteps": cfg.n_timesteps,
+        "trained_agent": cfg.trained_agent,
+        "run_dir": str(run_dir.resolve()),
+        "start_time": now(),
+        **provenance(),
+    }
+    atomic_write_json(run_dir / "summary.json", summary)
+
+    if cfg.env.check:
+        check_env(cfg.env)
+    stats = None
+    if cfg.trained_agent is not None:
+        stats = find_trained_agent(cfg.trained_agent)[1] / VECNORMALIZE_FILE
+        if stats.is_file() != bool(cfg.env.normalize):
+            raise ConfigError(
+                f"trained_agent={cfg.trained_agent} was trained with"
+                f"{'' if stats.is_file() else 'out'} VecNormalize; set env.normalize={stats.is_file()}"
+            )
+    train_env = build_vec_env(
+        cfg.env, cfg.seed, run_dir / "monitor" / "train", normalize_stats=stats if stats else None
+    )
+    model = build_model(cfg, train_env) if cfg.trained_agent is None else load_model(cfg, cfg.trained_agent, train_env)
+    eval_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True)
+    model.set_logger(configure(str(run_dir / "logs"), list(cfg.logger.formats)))
+    callbacks, save_best, _ = build_callbacks(cfg, run_dir, eval_env)
+
+    summary["start_step"] = int(model.num_timesteps)
+    started = time.perf_counter()
+    try:
+        model.learn(
+            total_timesteps=cfg.n_timesteps,
+            callback=callbacks,
+            reset_num_timesteps=cfg.trained_agent is None,
+            progress_bar=cfg.callbacks.progress_bar,
+        )
+    except BaseException as err:
+        summary.update(
+            status="interrupted" if isinstance(err, KeyboardInterrupt) else "failed",
+            error=f"{type(err).__name__}: {err}",
+            steps_done=int(model.num_timesteps),
+            end_time=now(),
+        )
+        atomic_write_json(run_dir / "summary.json", summary)
+        raise
+    train_seconds = time.perf_counter() - started
+    save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
+
+    sync_envs_normalization(train_env, eval_env)
+    rewards, lengths = evaluate_policy(
+        model,
+        eval_env,
+        n_eval_episodes=cfg.callbacks.eval.final_episodes,
+        deterministic=cfg.callbacks.eval.deterministic,
+        return_episode_rewards=True,
+    )
+    final = {
+        "mean": float(np.mean(rewards)),
+        "std": float(np.std(rewards)),
+        "episodes": len(rewards),
+        "mean_length": float(np.mean(lengths)),
+    }
+    summary.update(
+        status="completed",
+        steps_done=int(model.num_timesteps),
+        train_seconds=round(train_seconds, 2),
+        steps_per_second=round((model.num_timesteps - summary["start_step"]) / train_seconds, 1),
+        final_eval=final,
+        best_eval=save_best.best if save_best else None,
+        end_time=now(),
+    )
+    atomic_write_json(run_dir / "summary.json", summary)
+    train_env.close()
+    eval_env.close()
+    best = f", best {save_best.best['mean']:.2f}" if save_best and save_best.best else ""
+    print(
+        f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
+        f"over {final['episodes']} episodes{best}"
+    )
+    return final["mean"]

@@ -1,0 +1,79 @@
+"""Atomic saving of agents and run files: a killed run never leaves a truncated file over a good one.
+
+Every file is written next to its destination under a temporary name, flushed to disk and renamed
+over the destination (``os.replace`` is atomic on POSIX file systems).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+MODEL_FILE = "model.zip"
+VECNORMALIZE_FILE = "vecnormalize.pkl"
+REPLAY_BUFFER_FILE = "replay_buffer.pkl"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(dest: Path, write: Callable[[Path], Any]) -> None:
+    """Call ``write(tmp_path)`` and move the result over ``dest`` in one step."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # keep the suffix last: SB3 appends ".zip"/".pkl" to paths without one
+    tmp = dest.with_name(f".{dest.stem}.tmp{os.getpid()}{dest.suffix}")
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(dest.parent)
+
+
+def atomic_write_text(dest: Path, text: str) -> None:
+    atomic_write(dest, lambda tmp: tmp.write_text(text))
+
+
+def atomic_write_json(dest: Path, data: dict[str, Any]) -> None:
+    atomic_write_text(dest, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def save_agent(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = False) -> None:
+    """model.zip (+ vecnormalize.pkl, + replay_buffer.pkl) in ``dest_dir``, each file atomically.
+
+    The statistics are written before the model, so a model file never pairs with older statistics.
+    """
+    vecnormalize = model.get_vec_normalize_env()
+    if vecnormalize is not None:
+        atomic_write(dest_dir / VECNORMALIZE_FILE, lambda p: vecnormalize.save(str(p)))
+    if replay_buffer and isinstance(model, OffPolicyAlgorithm):
+        atomic_write(dest_dir / REPLAY_BUFFER_FILE, lambda p: model.save_replay_buffer(p))
+    atomic_write(dest_dir / MODEL_FILE, lambda p: model.save(p))
+
+
+def save_agent_dir(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = False) -> None:
+    """A new directory with a whole agent, appearing at ``dest_dir`` complete or not at all."""
+    tmp = dest_dir.with_name(f".{dest_dir.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        save_agent(model, tmp, replay_buffer)
+        if dest_dir.exists():
+            shutil.rmtree(dest_dir)
+        os.replace(tmp, dest_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _fsync_dir(dest_dir.parent)

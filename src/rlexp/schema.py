@@ -1,0 +1,283 @@
+"""Typed schemas for every config group.
+
+Each YAML option in ``conf/`` extends one of these dataclasses through its defaults list, so Hydra
+rejects a wrong type or an unknown key at composition time with a message naming the key. The
+algorithm schemas mirror the constructor arguments of the SB3 / sb3-contrib classes: a key that the
+chosen algorithm does not take is unknown to its schema. Values live in the YAML files; the schemas
+only know the types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+# ----------------------------------------------------------------------------------- algorithms
+@dataclass
+class AlgoConfig:
+    """Arguments shared by every SB3 algorithm constructor."""
+
+    _target_: str = MISSING
+    policy: str = MISSING
+    learning_rate: float = MISSING
+    policy_kwargs: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class OnPolicyConfig(AlgoConfig):
+    n_steps: int = MISSING
+    gamma: float = MISSING
+    gae_lambda: float = MISSING
+    use_sde: bool = MISSING
+    sde_sample_freq: int = MISSING
+    normalize_advantage: bool = MISSING
+
+
+@dataclass
+class PPOConfig(OnPolicyConfig):
+    batch_size: int = MISSING
+    n_epochs: int = MISSING
+    clip_range: float = MISSING
+    clip_range_vf: Optional[float] = MISSING
+    ent_coef: float = MISSING
+    vf_coef: float = MISSING
+    max_grad_norm: float = MISSING
+    target_kl: Optional[float] = MISSING
+
+
+@dataclass
+class RecurrentPPOConfig(PPOConfig):
+    batch_size: Optional[int] = MISSING  # type: ignore[assignment]
+
+
+@dataclass
+class A2CConfig(OnPolicyConfig):
+    ent_coef: float = MISSING
+    vf_coef: float = MISSING
+    max_grad_norm: float = MISSING
+    rms_prop_eps: float = MISSING
+    use_rms_prop: bool = MISSING
+
+
+@dataclass
+class TRPOConfig(OnPolicyConfig):
+    batch_size: int = MISSING
+    cg_max_steps: int = MISSING
+    cg_damping: float = MISSING
+    line_search_shrinking_factor: float = MISSING
+    line_search_max_iter: int = MISSING
+    n_critic_updates: int = MISSING
+    target_kl: float = MISSING
+    sub_sampling_factor: int = MISSING
+
+
+@dataclass
+class ARSConfig(AlgoConfig):
+    n_delta: int = MISSING
+    n_top: Optional[int] = MISSING
+    delta_std: float = MISSING
+    zero_policy: bool = MISSING
+    alive_bonus_offset: float = MISSING
+    n_eval_episodes: int = MISSING
+
+
+@dataclass
+class OffPolicyConfig(AlgoConfig):
+    buffer_size: int = MISSING
+    learning_starts: int = MISSING
+    batch_size: int = MISSING
+    gamma: float = MISSING
+    # an int (steps) or a pair like [1, episode]
+    train_freq: Any = MISSING
+    gradient_steps: int = MISSING
+    # e.g. {_target_: hydra.utils.get_class, path: stable_baselines3.HerReplayBuffer}
+    replay_buffer_class: Any = None
+    replay_buffer_kwargs: Dict[str, Any] = field(default_factory=dict)
+    optimize_memory_usage: bool = MISSING
+    n_steps: int = MISSING
+
+
+@dataclass
+class DQNConfig(OffPolicyConfig):
+    tau: float = MISSING
+    target_update_interval: int = MISSING
+    exploration_fraction: float = MISSING
+    exploration_initial_eps: float = MISSING
+    exploration_final_eps: float = MISSING
+    max_grad_norm: float = MISSING
+
+
+@dataclass
+class QRDQNConfig(DQNConfig):
+    max_grad_norm: Optional[float] = MISSING  # type: ignore[assignment]
+
+
+@dataclass
+class TD3Config(OffPolicyConfig):
+    tau: float = MISSING
+    policy_delay: int = MISSING
+    target_policy_noise: float = MISSING
+    target_noise_clip: float = MISSING
+
+
+@dataclass
+class DDPGConfig(OffPolicyConfig):
+    tau: float = MISSING
+
+
+@dataclass
+class SACConfig(OffPolicyConfig):
+    tau: float = MISSING
+    # "auto", "auto_0.1" or a float
+    ent_coef: Any = MISSING
+    target_update_interval: int = MISSING
+    target_entropy: Any = MISSING
+    use_sde: bool = MISSING
+    sde_sample_freq: int = MISSING
+    use_sde_at_warmup: bool = MISSING
+
+
+@dataclass
+class TQCConfig(SACConfig):
+    top_quantiles_to_drop_per_net: int = MISSING
+
+
+@dataclass
+class CrossQConfig(OffPolicyConfig):
+    ent_coef: Any = MISSING
+    target_entropy: Any = MISSING
+    policy_delay: int = MISSING
+    use_sde: bool = MISSING
+    sde_sample_freq: int = MISSING
+    use_sde_at_warmup: bool = MISSING
+
+
+ALGO_SCHEMAS: dict[str, type[AlgoConfig]] = {
+    "ppo": PPOConfig,
+    "a2c": A2CConfig,
+    "dqn": DQNConfig,
+    "sac": SACConfig,
+    "td3": TD3Config,
+    "ddpg": DDPGConfig,
+    "tqc": TQCConfig,
+    "trpo": TRPOConfig,
+    "qrdqn": QRDQNConfig,
+    "ars": ARSConfig,
+    "recurrent_ppo": RecurrentPPOConfig,
+    "crossq": CrossQConfig,
+}
+
+
+# ----------------------------------------------------------------------------------- envs
+class VecEnvKind(str, Enum):
+    dummy = "dummy"  # all envs in this process: fastest for cheap envs
+    subproc = "subproc"  # one process per env: for expensive envs (physics, emulators)
+
+
+@dataclass
+class EnvConfig:
+    # Gymnasium id ("CartPole-v1", "ale_py:PongNoFrameskip-v4") or entry point "module:Class"
+    id: str = MISSING
+    n_envs: int = 1
+    vec_env: VecEnvKind = VecEnvKind.dummy
+    normalize: bool = False
+    # VecNormalize arguments, e.g. {norm_reward: false}
+    normalize_kwargs: Dict[str, Any] = field(default_factory=dict)
+    frame_stack: Optional[int] = None
+    # name -> {_target_: wrapper class, ...args}; applied in order after Monitor
+    wrappers: Dict[str, Any] = field(default_factory=dict)
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    # extra kwargs for the evaluation env only (merged over `kwargs`)
+    eval_kwargs: Dict[str, Any] = field(default_factory=dict)
+    max_episode_steps: Optional[int] = None
+    # run Gymnasium's env checker on one env before training
+    check: bool = False
+
+
+# ----------------------------------------------------------------------------------- the rest
+class NoiseKind(str, Enum):
+    none = "none"
+    normal = "normal"
+    ornstein_uhlenbeck = "ornstein_uhlenbeck"
+
+
+@dataclass
+class ActionNoiseConfig:
+    """Exploration noise for off-policy continuous-control algorithms (TD3, DDPG, SAC...)."""
+
+    kind: NoiseKind = NoiseKind.none
+    std: float = 0.1
+
+
+@dataclass
+class EvalConfig:
+    # evaluate every `freq` environment steps (summed over envs); 0 turns periodic evaluation off
+    freq: int = 10_000
+    n_episodes: int = 5
+    # episodes of the evaluation after training (the run's final score)
+    final_episodes: int = 10
+    deterministic: bool = True
+
+
+@dataclass
+class CheckpointConfig:
+    # save every `freq` environment steps; 0 turns checkpoints off
+    freq: int = 0
+    save_replay_buffer: bool = False
+    # keep only the newest N checkpoints (null keeps all)
+    keep_last: Optional[int] = None
+
+
+@dataclass
+class CallbacksConfig:
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    progress_bar: bool = False
+    # name -> {_target_: a BaseCallback subclass, ...args}
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoggerConfig:
+    # any of SB3's logger formats: stdout, csv, tensorboard, log, json
+    formats: List[str] = field(default_factory=lambda: ["stdout", "csv", "tensorboard"])
+    # SB3 verbosity: 0 silent, 1 training tables, 2 debug
+    verbose: int = 1
+
+
+@dataclass
+class ExperimentConfig:
+    algo: Any = MISSING
+    env: EnvConfig = MISSING
+    # schedules turn algo.learning_rate / algo.clip_range into functions of training progress
+    lr_schedule: Any = MISSING
+    clip_range_schedule: Any = MISSING
+    action_noise: ActionNoiseConfig = field(default_factory=ActionNoiseConfig)
+    callbacks: CallbacksConfig = MISSING
+    logger: LoggerConfig = MISSING
+    # set by tuned/*.yaml (to the tuned file's name) when one applies
+    tuned_file: Optional[str] = None
+    n_timesteps: int = 100_000
+    seed: int = 0
+    # auto: the GPU if there is one, except for MLP policies of on-policy algorithms (faster on CPU)
+    device: str = "auto"
+    # intra-op threads of torch in this process; 1 is fastest for small MLPs on a busy machine
+    torch_threads: int = 1
+    # run dir or .zip of a trained agent to continue training
+    trained_agent: Optional[str] = None
+
+
+def register_configs() -> None:
+    """Register the schemas in Hydra's ConfigStore so that YAML options can extend them."""
+    cs = ConfigStore.instance()
+    cs.store(name="experiment_schema", node=ExperimentConfig)
+    for name, schema in ALGO_SCHEMAS.items():
+        cs.store(group="algo", name=f"{name}_schema", node=schema)
+    cs.store(group="env", name="env_schema", node=EnvConfig)
+    cs.store(group="callbacks", name="callbacks_schema", node=CallbacksConfig)
+    cs.store(group="logger", name="logger_schema", node=LoggerConfig)

@@ -1,0 +1,52 @@
+"""The machine-readable record of a run (summary.json): what ran, where, with what, and how well."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("rlexp", "torch", "stable-baselines3", "sb3-contrib", "gymnasium", "hydra-core", "omegaconf", "numpy")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_commit(path: Path) -> dict[str, Any] | None:
+    """Commit (and whether the tree had uncommitted changes) of the git checkout holding ``path``."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(path), *args], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+
+    try:
+        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def provenance() -> dict[str, Any]:
+    """Versions, git state of rlexp's source and of the working directory, host, command line."""
+    return {
+        "versions": package_versions(),
+        "git": {"rlexp": git_commit(Path(__file__).parent), "cwd": git_commit(Path.cwd())},
+        "host": socket.gethostname(),
+        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
+    }
