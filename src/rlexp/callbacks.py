@@ -66,9 +66,7 @@ class CheckpointCallback(BaseCallback):
     def _on_step(self) -> bool:
         if self.num_timesteps >= self._next_save:
             self._next_save = (self.num_timesteps // self.save_freq + 1) * self.save_freq
-            save_agent_dir(
-                self.model, self.save_dir / f"step_{self.num_timesteps:012d}", self.save_replay_buffer
-            )
+            save_agent_dir(self.model, self.save_dir / f"step_{self.num_timesteps:012d}", self.save_replay_buffer)
             if self.keep_last:
                 for old in sorted(self.save_dir.glob("step_*"))[: -self.keep_last]:
                     shutil.rmtree(old, ignore_errors=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import InstantiationException
+from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
@@ -18,22 +18,60 @@ from rlexp.schema import register_configs
 
 register_configs()
 
+# errors caused by what the user typed or configured: reported in one line, without a traceback
+USER_ERRORS = (ConfigError, HydraException, OmegaConfBaseException)
+# lines of Hydra's messages that do not help on one line (the "+" advice is wrong for typed groups)
+_FULL_ERROR = os.environ.get("HYDRA_FULL_ERROR") == "1"  # as the user set it
+_NOISE = ("object_type=", "To append to your config use", "Set the environment variable HYDRA_FULL_ERROR")
+
 
 @hydra.main(version_base="1.3", config_path="pkg://rlexp.conf", config_name="config")
-def main(cfg: DictConfig) -> float:
-    """Train one agent as configured; bad input ends with a one-line error and exit code 1."""
+def app(cfg: DictConfig) -> float:
+    """Train one agent as configured; returns the final mean evaluation reward (for sweepers)."""
     from rlexp.manager import run  # torch and SB3 load only when a run starts (fast --help, --cfg)
 
     hydra_cfg = HydraConfig.get()
     try:
         return run(cfg, Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices))
-    except (ConfigError, InstantiationException, OmegaConfBaseException) as err:
-        # a multirun job re-raises so the launcher records the failure and the sweep goes on
-        if os.environ.get("HYDRA_FULL_ERROR") == "1" or hydra_cfg.mode == RunMode.MULTIRUN:
+    except USER_ERRORS as err:
+        # a multirun job re-raises, so that the launcher records the failure and the sweep goes on
+        if _FULL_ERROR or hydra_cfg.mode == RunMode.MULTIRUN:
             raise
-        message = " ".join(str(err).split())
-        print(f"rlexp: error: {message}", file=sys.stderr)
-        sys.exit(1)
+        _exit_with(err)
+
+
+def one_line(err: BaseException) -> str:
+    """Hydra's and OmegaConf's multi-line messages (and their cause) on one line."""
+    text = str(err)
+    if isinstance(err.__cause__, OmegaConfBaseException) and str(err.__cause__) not in text:
+        text += "\n" + str(err.__cause__)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(_NOISE)]
+    for i, line in enumerate(lines):
+        if line.startswith("Available options in"):
+            rest = lines[i + 1 :]
+            rest = rest[: rest.index("Config search path:")] if "Config search path:" in rest else rest
+            options = [o for o in rest if not o.endswith("_schema")]
+            return " ".join(lines[:i]) + f". {line} {', '.join(options)}"
+    return " ".join(lines)
+
+
+def _exit_with(err: BaseException) -> None:
+    print(f"rlexp: error: {one_line(err)}", file=sys.stderr)
+    sys.exit(1)
+
+
+def main() -> None:
+    """Console script: user errors in one line and exit 1; full traceback with HYDRA_FULL_ERROR=1."""
+    if _FULL_ERROR:
+        app()
+        return
+    # Hydra then re-raises composition errors to us instead of printing them over several lines
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        app()
+    except USER_ERRORS as err:
+        _exit_with(err)
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def build_vec_env(
         seed=seed + EVAL_SEED_OFFSET if for_eval else seed,
         monitor_dir=str(monitor_dir),
         wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
-        vec_env_cls=DummyVecEnv if for_eval else VEC_ENV_CLASSES[env_cfg.vec_env.value],
+        vec_env_cls=VEC_ENV_CLASSES[env_cfg.vec_env.value],
     )
     if env_cfg.normalize:
         if normalize_stats is not None:

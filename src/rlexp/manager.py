@@ -33,11 +33,13 @@ from rlexp.envs import build_vec_env, check_env
 from rlexp.errors import ConfigError
 from rlexp.model import build_model, find_trained_agent, load_model
 from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
+from rlexp.schema import reject_unknown_keys
 from rlexp.summary import now, provenance
 
 
 def validate(cfg: DictConfig) -> None:
     """Checks that the schemas cannot express, before anything is built."""
+    reject_unknown_keys(cfg)
     if cfg.n_timesteps <= 0:
         raise ConfigError(f"n_timesteps must be > 0, got {cfg.n_timesteps}")
     if cfg.torch_threads < 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -53,16 +54,15 @@ def build_model(cfg: DictConfig, env: VecEnv) -> BaseAlgorithm:
             raise ConfigError(f"action_noise: {cls.__name__} takes no action noise (use action_noise.kind=none)")
         extra["action_noise"] = noise
     try:
-        return make(
-            env=env, seed=cfg.seed, device=resolve_device(cfg), verbose=cfg.logger.verbose, **extra
-        )
+        return make(env=env, seed=cfg.seed, device=resolve_device(cfg), verbose=cfg.logger.verbose, **extra)
     except AssertionError as err:
-        if "action spaces" in str(err):
-            raise ConfigError(
-                f"algo {cls.__name__} cannot act in env.id={cfg.env.id}: its action space is "
-                f"{env.action_space}; {str(err).split(' but ')[0].replace('The algorithm', cls.__name__)}"
-            ) from None
-        raise
+        if "action spaces" not in str(err):
+            raise
+        supported = ", ".join(re.findall(r"<class '[\w.]+\.(\w+)'>", str(err).split(" but ")[0]))
+        raise ConfigError(
+            f"algo {cls.__name__} cannot act in env.id={cfg.env.id}: its action space is "
+            f"{type(env.action_space).__name__} and {cls.__name__} supports only {supported}"
+        ) from None
 
 
 def find_trained_agent(path: str) -> tuple[Path, Path]:

@@ -52,4 +52,3 @@ class ExponentialSchedule:
 
     def __repr__(self) -> str:
         return f"ExponentialSchedule(initial={self.initial}, decay={self.decay})"
-

@@ -9,12 +9,15 @@ only know the types.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from rlexp.errors import ConfigError
 
 
 # ----------------------------------------------------------------------------------- algorithms
@@ -255,8 +258,8 @@ class ExperimentConfig:
     algo: Any = MISSING
     env: EnvConfig = MISSING
     # schedules turn algo.learning_rate / algo.clip_range into functions of training progress
-    lr_schedule: Any = MISSING
-    clip_range_schedule: Any = MISSING
+    lr_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.schedules.constant"})
+    clip_range_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.schedules.constant"})
     action_noise: ActionNoiseConfig = field(default_factory=ActionNoiseConfig)
     callbacks: CallbacksConfig = MISSING
     logger: LoggerConfig = MISSING
@@ -281,3 +284,18 @@ def register_configs() -> None:
     cs.store(group="env", name="env_schema", node=EnvConfig)
     cs.store(group="callbacks", name="callbacks_schema", node=CallbacksConfig)
     cs.store(group="logger", name="logger_schema", node=LoggerConfig)
+
+
+def reject_unknown_keys(node: DictConfig, path: str = "") -> None:
+    """Refuse keys that a ``+key=value`` override slipped past a schema (Hydra adds those unchecked)."""
+    schema = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(schema):
+        return
+    known = {f.name for f in dataclasses.fields(schema)}
+    for key in node:
+        full = f"{path}.{key}" if path else str(key)
+        if key not in known:
+            raise ConfigError(f"{full}: unknown key for {schema.__name__} (valid keys: {', '.join(sorted(known))})")
+        child = node._get_node(key)
+        if isinstance(child, DictConfig):
+            reject_unknown_keys(child, full)

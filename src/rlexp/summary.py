@@ -11,7 +11,16 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("rlexp", "torch", "stable-baselines3", "sb3-contrib", "gymnasium", "hydra-core", "omegaconf", "numpy")
+PACKAGES = (
+    "rlexp",
+    "torch",
+    "stable-baselines3",
+    "sb3-contrib",
+    "gymnasium",
+    "hydra-core",
+    "omegaconf",
+    "numpy",
+)
 
 
 def now() -> str:

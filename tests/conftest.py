@@ -1,0 +1,68 @@
+"""Shared helpers: real Hydra composition of the shipped configs, in-process runs and CLI runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra import compose, initialize_config_module
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from rlexp.schema import register_configs
+
+register_configs()
+
+# tiny budgets for tests: a few hundred steps, quick evaluations, no TensorBoard/stdout tables
+FAST = [
+    "n_timesteps=256",
+    "callbacks.eval.freq=128",
+    "callbacks.eval.n_episodes=1",
+    "callbacks.eval.final_episodes=2",
+    "logger=csv",
+    "logger.verbose=0",
+]
+
+
+def compose_cfg(overrides: list[str]) -> tuple[DictConfig, dict[str, Any]]:
+    """The experiment config as `rlexp <overrides>` would compose it, and Hydra's group choices."""
+    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg, choices  # type: ignore[return-value]
+
+
+def train(overrides: list[str], run_dir: Path) -> dict[str, Any]:
+    """One real training run in this process; returns its summary.json."""
+    from rlexp.manager import run
+
+    cfg, choices = compose_cfg(overrides)
+    run(cfg, run_dir, choices)
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def rlexp_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 300):
+    """The installed `rlexp` command in a subprocess (as a user runs it)."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("HYDRA_FULL_ERROR", None) if env is None or "HYDRA_FULL_ERROR" not in env else None
+    return subprocess.run(
+        [sys.executable, "-m", "rlexp", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    import torch
+
+    torch.set_num_threads(1)
