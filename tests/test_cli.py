@@ -38,7 +38,7 @@ def test_help_and_cfg_need_no_training(tmp_path):
 
 
 def test_console_script_is_installed():
-    exe = shutil.which("rlexp") or str((__import__("pathlib").Path(sys.executable).parent / "rlexp"))
+    exe = shutil.which("rlexp") or str(__import__("pathlib").Path(sys.executable).parent / "rlexp")
     result = subprocess.run([exe, "--cfg", "job"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "tuned_file: ppo_cartpole" in result.stdout
 

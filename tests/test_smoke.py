@@ -96,8 +96,17 @@ def test_action_noise_policy_kwargs_and_schedules(tmp_path):
 
 def test_vecnormalize_frame_stack_and_wrappers(tmp_path):
     summary = train(
-        ["algo=ppo", "env=pendulum", "env.normalize=true", "env.frame_stack=2", "wrappers=time_feature",
-         "~tuned", "algo.n_steps=128", "algo.batch_size=64", *FAST],
+        [
+            "algo=ppo",
+            "env=pendulum",
+            "env.normalize=true",
+            "env.frame_stack=2",
+            "wrappers=time_feature",
+            "~tuned",
+            "algo.n_steps=128",
+            "algo.batch_size=64",
+            *FAST,
+        ],
         tmp_path,
     )
     assert summary["status"] == "completed"

@@ -1,0 +1,39 @@
+"""Sessions: lint, tests (fast set), slow (performance thresholds), benchmark. `nox -s tests`."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+# the CPU build of torch (a bare `torch` pulls a multi-GB CUDA build)
+TORCH = "torch==2.13.0"
+
+
+def _install(session: nox.Session) -> None:
+    session.install(TORCH, "-e", ".[dev]")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "format", "--check", "src", "tests", "benchmarks", "noxfile.py")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    _install(session)
+    session.run("pytest", "-n", "2", *session.posargs)
+
+
+@nox.session
+def slow(session: nox.Session) -> None:
+    _install(session)
+    session.run("pytest", "-m", "slow", *session.posargs)
+
+
+@nox.session
+def benchmark(session: nox.Session) -> None:
+    _install(session)
+    session.run("python", "benchmarks/throughput.py", *session.posargs)
