@@ -148,3 +148,11 @@ def test_keys_added_with_plus_are_refused_before_training(override):
     cfg, _ = compose_cfg([override])
     with pytest.raises(ConfigError, match="bogus: unknown key"):
         validate(cfg)
+
+
+def test_tuned_values_on_another_env_id_warn(caplog):
+    from rlexp.manager import validate
+
+    cfg, _ = compose_cfg(["env.id=Acrobot-v1"])
+    validate(cfg)
+    assert "tuned for CartPole-v1, not env.id=Acrobot-v1; add ~tuned" in caplog.text

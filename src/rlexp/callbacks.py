@@ -73,13 +73,11 @@ class CheckpointCallback(BaseCallback):
         return True
 
 
-def build_callbacks(
-    cfg: DictConfig, run_dir: Path, eval_env: VecEnv
-) -> tuple[CallbackList, SaveBestCallback | None, EvalCallback | None]:
-    """All callbacks of the run; also returns the ones the manager reads results from."""
+def build_callbacks(cfg: DictConfig, run_dir: Path, eval_env: VecEnv) -> tuple[CallbackList, SaveBestCallback | None]:
+    """All callbacks of the run, and the one that records the best evaluation (if evaluating)."""
     cb_cfg = cfg.callbacks
     callbacks: list[BaseCallback] = []
-    save_best = eval_cb = None
+    save_best = None
     if cb_cfg.eval.freq > 0:
         save_best = SaveBestCallback(run_dir / BEST_DIR)
         eval_cb = EvalCallback(
@@ -102,4 +100,4 @@ def build_callbacks(
             )
         )
     callbacks.extend(instantiate(spec) for spec in cb_cfg.extra.values())
-    return CallbackList(callbacks), save_best, eval_cb
+    return CallbackList(callbacks), save_best

@@ -15,6 +15,7 @@ Each step lives in its own module; this one only decides the order and writes th
 
 from __future__ import annotations
 
+import logging
 import shlex
 import sys
 import time
@@ -29,25 +30,47 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from rlexp.callbacks import build_callbacks
-from rlexp.envs import build_vec_env, check_env
+from rlexp.envs import build_vec_env, check_env, resolve_spec
 from rlexp.errors import ConfigError
 from rlexp.model import build_model, find_trained_agent, load_model
 from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
 from rlexp.schema import reject_unknown_keys
 from rlexp.summary import now, provenance
 
+log = logging.getLogger(__name__)
+
+
+def _normalize_stats(cfg: DictConfig) -> Path | None:
+    """The VecNormalize statistics of the agent to continue, checked against env.normalize."""
+    if cfg.trained_agent is None:
+        return None
+    stats = find_trained_agent(cfg.trained_agent)[1] / VECNORMALIZE_FILE
+    if stats.is_file() != bool(cfg.env.normalize):
+        raise ConfigError(
+            f"trained_agent={cfg.trained_agent} was trained with{'' if stats.is_file() else 'out'} "
+            f"VecNormalize; set env.normalize={stats.is_file()}"
+        )
+    return stats if stats.is_file() else None
+
 
 def validate(cfg: DictConfig) -> None:
-    """Checks that the schemas cannot express, before anything is built."""
+    """Checks that the schemas cannot express, before anything is built or written."""
     reject_unknown_keys(cfg)
+    resolve_spec(cfg.env.id)
     if cfg.n_timesteps <= 0:
         raise ConfigError(f"n_timesteps must be > 0, got {cfg.n_timesteps}")
     if cfg.torch_threads < 1:
         raise ConfigError(f"torch_threads must be >= 1, got {cfg.torch_threads}")
     if cfg.callbacks.eval.final_episodes < 1:
         raise ConfigError(f"callbacks.eval.final_episodes must be >= 1, got {cfg.callbacks.eval.final_episodes}")
-    if cfg.trained_agent is not None:
-        find_trained_agent(cfg.trained_agent)
+    _normalize_stats(cfg)
+    if cfg.tuned_file and cfg.tuned_env_id != cfg.env.id:
+        log.warning(
+            "tuned/%s.yaml was tuned for %s, not env.id=%s; add ~tuned to train with the algorithm's defaults",
+            cfg.tuned_file,
+            cfg.tuned_env_id,
+            cfg.env.id,
+        )
 
 
 def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any]) -> float:
@@ -64,6 +87,7 @@ def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any]) -> float:
         "env": choices.get("env"),
         "env_id": cfg.env.id,
         "tuned_file": cfg.tuned_file,
+        "tuned_env_id": cfg.tuned_env_id,
         "seed": cfg.seed,
         "n_timesteps": cfg.n_timesteps,
         "trained_agent": cfg.trained_agent,
@@ -72,26 +96,40 @@ def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any]) -> float:
         **provenance(),
     }
     atomic_write_json(run_dir / "summary.json", summary)
+    try:
+        _train_and_evaluate(cfg, run_dir, summary)
+    except BaseException as err:
+        summary.update(
+            status="interrupted" if isinstance(err, KeyboardInterrupt) else "failed",
+            error=f"{type(err).__name__}: {err}",
+            end_time=now(),
+        )
+        atomic_write_json(run_dir / "summary.json", summary)
+        raise
+    summary.update(status="completed", end_time=now())
+    atomic_write_json(run_dir / "summary.json", summary)
+    final, best = summary["final_eval"], summary["best_eval"]
+    print(
+        f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
+        f"over {final['episodes']} episodes" + (f", best {best['mean']:.2f}" if best else "")
+    )
+    return final["mean"]
 
+
+def _train_and_evaluate(cfg: DictConfig, run_dir: Path, summary: dict[str, Any]) -> None:
+    """Builds, trains, saves and scores the agent, filling ``summary`` as it goes."""
     if cfg.env.check:
         check_env(cfg.env)
-    stats = None
-    if cfg.trained_agent is not None:
-        stats = find_trained_agent(cfg.trained_agent)[1] / VECNORMALIZE_FILE
-        if stats.is_file() != bool(cfg.env.normalize):
-            raise ConfigError(
-                f"trained_agent={cfg.trained_agent} was trained with"
-                f"{'' if stats.is_file() else 'out'} VecNormalize; set env.normalize={stats.is_file()}"
-            )
-    train_env = build_vec_env(
-        cfg.env, cfg.seed, run_dir / "monitor" / "train", normalize_stats=stats if stats else None
-    )
-    model = build_model(cfg, train_env) if cfg.trained_agent is None else load_model(cfg, cfg.trained_agent, train_env)
+    train_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "train", normalize_stats=_normalize_stats(cfg))
+    if cfg.trained_agent is None:
+        model = build_model(cfg, train_env)
+    else:
+        model = load_model(cfg, cfg.trained_agent, train_env)
     eval_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True)
     model.set_logger(configure(str(run_dir / "logs"), list(cfg.logger.formats)))
-    callbacks, save_best, _ = build_callbacks(cfg, run_dir, eval_env)
+    callbacks, save_best = build_callbacks(cfg, run_dir, eval_env)
 
-    summary["start_step"] = int(model.num_timesteps)
+    summary["start_step"] = start_step = int(model.num_timesteps)
     started = time.perf_counter()
     try:
         model.learn(
@@ -100,15 +138,8 @@ def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any]) -> float:
             reset_num_timesteps=cfg.trained_agent is None,
             progress_bar=cfg.callbacks.progress_bar,
         )
-    except BaseException as err:
-        summary.update(
-            status="interrupted" if isinstance(err, KeyboardInterrupt) else "failed",
-            error=f"{type(err).__name__}: {err}",
-            steps_done=int(model.num_timesteps),
-            end_time=now(),
-        )
-        atomic_write_json(run_dir / "summary.json", summary)
-        raise
+    finally:
+        summary["steps_done"] = int(model.num_timesteps)
     train_seconds = time.perf_counter() - started
     save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
 
@@ -120,27 +151,16 @@ def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any]) -> float:
         deterministic=cfg.callbacks.eval.deterministic,
         return_episode_rewards=True,
     )
-    final = {
-        "mean": float(np.mean(rewards)),
-        "std": float(np.std(rewards)),
-        "episodes": len(rewards),
-        "mean_length": float(np.mean(lengths)),
-    }
-    summary.update(
-        status="completed",
-        steps_done=int(model.num_timesteps),
-        train_seconds=round(train_seconds, 2),
-        steps_per_second=round((model.num_timesteps - summary["start_step"]) / train_seconds, 1),
-        final_eval=final,
-        best_eval=save_best.best if save_best else None,
-        end_time=now(),
-    )
-    atomic_write_json(run_dir / "summary.json", summary)
     train_env.close()
     eval_env.close()
-    best = f", best {save_best.best['mean']:.2f}" if save_best and save_best.best else ""
-    print(
-        f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
-        f"over {final['episodes']} episodes{best}"
+    summary.update(
+        train_seconds=round(train_seconds, 2),
+        steps_per_second=round((model.num_timesteps - start_step) / train_seconds, 1),
+        final_eval={
+            "mean": float(np.mean(rewards)),
+            "std": float(np.std(rewards)),
+            "episodes": len(rewards),
+            "mean_length": float(np.mean(lengths)),
+        },
+        best_eval=save_best.best if save_best else None,
     )
-    return final["mean"]

@@ -263,8 +263,9 @@ class ExperimentConfig:
     action_noise: ActionNoiseConfig = field(default_factory=ActionNoiseConfig)
     callbacks: CallbacksConfig = MISSING
     logger: LoggerConfig = MISSING
-    # set by tuned/*.yaml (to the tuned file's name) when one applies
+    # set by tuned/*.yaml when one applies: its name and the env id it was tuned for
     tuned_file: Optional[str] = None
+    tuned_env_id: Optional[str] = None
     n_timesteps: int = 100_000
     seed: int = 0
     # auto: the GPU if there is one, except for MLP policies of on-policy algorithms (faster on CPU)
