@@ -50,7 +50,7 @@ CASES = {
         dict(algo="SAC", env_id="Pendulum-v1", n_envs=1, kwargs="dict(learning_rate=1e-3)"),
     ),
 }
-DEFAULT_STEPS = {"ppo-cartpole": 50_000, "sac-pendulum": 3_000}
+DEFAULT_STEPS = {"ppo-cartpole": 50_000, "sac-pendulum": 2_000}
 
 
 def run_rlexp(overrides: list[str], steps: int, out: Path) -> float:

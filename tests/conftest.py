@@ -43,7 +43,7 @@ def train(overrides: list[str], run_dir: Path) -> dict[str, Any]:
     from rlexp.manager import run
 
     cfg, choices = compose_cfg(overrides)
-    run(cfg, run_dir, choices)
+    run(cfg, run_dir, choices, ["rlexp", *overrides])
     return json.loads((run_dir / "summary.json").read_text())
 
 

@@ -69,6 +69,7 @@ def test_same_config_and_seed_give_identical_results(tmp_path):
 
 
 def test_plain_sb3_load_reproduces_the_recorded_score(tmp_path):
+    """The final score, re-evaluated by a plain SB3 script as README shows, after periodic evaluations."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
@@ -80,18 +81,19 @@ def test_plain_sb3_load_reproduces_the_recorded_score(tmp_path):
             "algo=ppo",
             "env.normalize=true",
             "n_timesteps=2048",
-            "callbacks=none",
+            "callbacks.eval.freq=512",
             "logger=csv",
             "callbacks.eval.final_episodes=5",
+            "seed=3",
         ],
         tmp_path,
     )
-    env = VecNormalize.load(str(tmp_path / "vecnormalize.pkl"), make_vec_env("Pendulum-v1", n_envs=1, seed=10_000))
+    assert summary["best_eval"] is not None  # periodic evaluations did use the eval env
+    env = VecNormalize.load(str(tmp_path / "vecnormalize.pkl"), make_vec_env("Pendulum-v1", n_envs=1, seed=10_003))
     env.training, env.norm_reward = False, False
     model = PPO.load(tmp_path / "model.zip", env=env)
     mean, _ = evaluate_policy(model, env, n_eval_episodes=5, deterministic=True)
-    recorded = summary["final_eval"]
-    assert mean == pytest.approx(recorded["mean"], abs=max(recorded["std"], 1.0))
+    assert mean == pytest.approx(summary["final_eval"]["mean"], rel=1e-6)
 
 
 def _obs_count(run_dir) -> float:
@@ -102,7 +104,11 @@ def _obs_count(run_dir) -> float:
 @pytest.mark.parametrize(
     ("algo", "env", "extra"),
     [
-        ("ppo", "pendulum", ["env.normalize=true", "algo.n_steps=128", "algo.batch_size=64"]),
+        (
+            "ppo",
+            "pendulum",
+            ["env.normalize=true", "algo.n_steps=128", "algo.batch_size=64", "callbacks.checkpoint.freq=96"],
+        ),
         (
             "sac",
             "pendulum",
@@ -121,6 +127,10 @@ def test_continue_training_keeps_counter_statistics_and_buffer(algo, env, extra,
     assert second["steps_done"] == first["steps_done"] + 256
     stats_after = _obs_count(tmp_path / "second")
     assert stats_after > stats_before + 255  # statistics continued, not restarted
+    if algo == "ppo":  # checkpoints keep their schedule across the continuation: 288, 384, 480
+        assert [p.name for p in sorted((tmp_path / "second" / "checkpoints").iterdir())] == [
+            f"step_{n:012d}" for n in (288, 384, 480)
+        ]
     if algo == "sac":
         from stable_baselines3 import SAC
 
@@ -131,8 +141,9 @@ def test_continue_training_keeps_counter_statistics_and_buffer(algo, env, extra,
 
 def test_continue_from_a_zip_file(tmp_path):
     train(FAST, tmp_path / "first")
+    first = json.loads((tmp_path / "first" / "summary.json").read_text())
     summary = train([*FAST, f"trained_agent={tmp_path / 'first' / 'best' / 'model.zip'}"], tmp_path / "second")
-    assert summary["start_step"] > 0
+    assert summary["start_step"] == first["best_eval"]["step"]
 
 
 def test_trained_agent_of_another_algorithm_is_refused(tmp_path):
@@ -194,3 +205,25 @@ def test_killed_run_leaves_only_whole_files(tmp_path):
     for model in models:
         assert zipfile.ZipFile(model).testzip() is None
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "running"
+
+
+def test_an_existing_run_dir_is_never_overwritten(tmp_path):
+    train(FAST, tmp_path)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with pytest.raises(ConfigError, match="already holds a run"):
+        train([*FAST, "seed=1"], tmp_path)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_replacing_an_agent_dir_leaves_no_gap_and_no_leftovers(tmp_path):
+    from stable_baselines3 import PPO
+
+    from rlexp.saving import save_agent_dir
+
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64)
+    save_agent_dir(model, tmp_path / "best")
+    first = (tmp_path / "best" / "model.zip").read_bytes()
+    model.learn(64)
+    save_agent_dir(model, tmp_path / "best")
+    assert (tmp_path / "best" / "model.zip").read_bytes() != first
+    assert [p.name for p in tmp_path.iterdir()] == ["best"]

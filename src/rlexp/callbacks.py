@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlexp.saving import save_agent, save_agent_dir
+from rlexp.saving import remove_partial_saves, save_agent_dir
 
 BEST_DIR = "best"
 CHECKPOINT_DIR = "checkpoints"
@@ -39,7 +39,7 @@ class SaveBestCallback(BaseCallback):
             "episodes": int(rewards.size),
             "step": int(self.num_timesteps),
         }
-        save_agent(self.model, self.save_dir)
+        save_agent_dir(self.model, self.save_dir)
         return True
 
 
@@ -60,8 +60,11 @@ class CheckpointCallback(BaseCallback):
         self.keep_last = keep_last
         self._next_save = 0
 
-    def _init_callback(self) -> None:
-        self._next_save = (self.num_timesteps // self.save_freq + 1) * self.save_freq
+    def _on_training_start(self) -> None:
+        # num_timesteps is only known here: a continued agent starts past 0
+        self._next_save = (self.model.num_timesteps // self.save_freq + 1) * self.save_freq
+        if self.save_dir.is_dir():
+            remove_partial_saves(self.save_dir)
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self._next_save:

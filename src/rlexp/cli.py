@@ -32,7 +32,8 @@ def app(cfg: DictConfig) -> float:
 
     hydra_cfg = HydraConfig.get()
     try:
-        return run(cfg, Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices))
+        command = ["rlexp", *hydra_cfg.overrides.task]
+        return run(cfg, Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices), command)
     except USER_ERRORS as err:
         # a multirun job re-raises, so that the launcher records the failure and the sweep goes on
         if _FULL_ERROR or hydra_cfg.mode == RunMode.MULTIRUN:

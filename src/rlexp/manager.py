@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from rlexp.callbacks import build_callbacks
-from rlexp.envs import build_vec_env, check_env, resolve_spec
+from rlexp.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, resolve_spec
 from rlexp.errors import ConfigError
 from rlexp.model import build_model, find_trained_agent, load_model
 from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
@@ -73,13 +72,21 @@ def validate(cfg: DictConfig) -> None:
         )
 
 
-def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any]) -> float:
-    """Train, save and evaluate one agent; returns the final mean evaluation reward."""
+def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[str]) -> float:
+    """Train, save and evaluate one agent; returns the final mean evaluation reward.
+
+    ``choices`` are Hydra's config-group choices, ``command`` the job's command line.
+    """
     validate(cfg)
+    if (run_dir / "summary.json").exists():
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} already holds a run; choose a new directory "
+            f"(to continue that agent: trained_agent={run_dir})"
+        )
     torch.set_num_threads(cfg.torch_threads)
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    atomic_write_text(run_dir / "command.txt", shlex.join(sys.argv) + "\n")
+    atomic_write_text(run_dir / "command.txt", shlex.join(command) + "\n")
     summary: dict[str, Any] = {
         "status": "running",
         "algo": choices.get("algo"),
@@ -93,6 +100,7 @@ def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any]) -> float:
         "trained_agent": cfg.trained_agent,
         "run_dir": str(run_dir.resolve()),
         "start_time": now(),
+        "command": command,
         **provenance(),
     }
     atomic_write_json(run_dir / "summary.json", summary)
@@ -143,6 +151,8 @@ def _train_and_evaluate(cfg: DictConfig, run_dir: Path, summary: dict[str, Any])
     train_seconds = time.perf_counter() - started
     save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
 
+    # a fresh, seeded series of episodes, whatever the periodic evaluations consumed before
+    eval_env.seed(cfg.seed + EVAL_SEED_OFFSET)
     sync_envs_normalization(train_env, eval_env)
     rewards, lengths = evaluate_policy(
         model,

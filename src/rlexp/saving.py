@@ -55,7 +55,7 @@ def atomic_write_json(dest: Path, data: dict[str, Any]) -> None:
 def save_agent(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = False) -> None:
     """model.zip (+ vecnormalize.pkl, + replay_buffer.pkl) in ``dest_dir``, each file atomically.
 
-    The statistics are written before the model, so a model file never pairs with older statistics.
+    For the final agent of a run; agents replaced during training go through ``save_agent_dir``.
     """
     vecnormalize = model.get_vec_normalize_env()
     if vecnormalize is not None:
@@ -66,14 +66,31 @@ def save_agent(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = False
 
 
 def save_agent_dir(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = False) -> None:
-    """A new directory with a whole agent, appearing at ``dest_dir`` complete or not at all."""
+    """A whole agent (model, statistics, buffer) in ``dest_dir``, replacing the old one as a unit.
+
+    The new set is written to a hidden sibling and swapped in by renames, so ``dest_dir`` never
+    pairs a model with another step's statistics; only between the two renames does the old set
+    sit at ``.<name>.old``.
+    """
     tmp = dest_dir.with_name(f".{dest_dir.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    old = dest_dir.with_name(f".{dest_dir.name}.old")
+    for stale in (tmp, old):
+        shutil.rmtree(stale, ignore_errors=True)
     try:
         save_agent(model, tmp, replay_buffer)
         if dest_dir.exists():
-            shutil.rmtree(dest_dir)
+            os.replace(dest_dir, old)
         os.replace(tmp, dest_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
     _fsync_dir(dest_dir.parent)
+
+
+def remove_partial_saves(directory: Path) -> None:
+    """Drop what a killed process left half-written (hidden ``.*.tmp*`` files and dirs)."""
+    for leftover in directory.glob(".*.tmp*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import platform
 import socket
 import subprocess
-import sys
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -51,11 +50,16 @@ def git_commit(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def _rlexp_source_commit() -> dict[str, Any] | None:
+    """Only for a source checkout of rlexp (editable install): a wheel inside some repo has none."""
+    repo = Path(__file__).resolve().parents[2]
+    return git_commit(repo) if (repo / ".git").exists() and (repo / "pyproject.toml").is_file() else None
+
+
 def provenance() -> dict[str, Any]:
-    """Versions, git state of rlexp's source and of the working directory, host, command line."""
+    """Versions, git state of rlexp's source and of the working directory, host."""
     return {
         "versions": package_versions(),
-        "git": {"rlexp": git_commit(Path(__file__).parent), "cwd": git_commit(Path.cwd())},
+        "git": {"rlexp": _rlexp_source_commit(), "cwd": git_commit(Path.cwd())},
         "host": socket.gethostname(),
-        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
     }
