@@ -13,9 +13,7 @@ import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from rlexp.schema import register_configs
-
-register_configs()
+import rlexp.cli  # noqa: F401  (registers the schemas and the sweeper, as the `rlexp` command does)
 
 # tiny budgets for tests: a few hundred steps, quick evaluations, no TensorBoard/stdout tables
 FAST = [

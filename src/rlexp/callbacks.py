@@ -43,6 +43,27 @@ class SaveBestCallback(BaseCallback):
         return True
 
 
+class ReportToTrial(BaseCallback):
+    """Run by EvalCallback after each evaluation inside a search: reports the mean reward to the
+    Optuna trial and stops training when the pruner says so (the manager then raises TrialPruned)."""
+
+    def __init__(self, trial: Any) -> None:
+        super().__init__()
+        self.trial = trial
+        self.n_reports = 0
+        self.pruned_at: int | None = None
+
+    def _on_step(self) -> bool:
+        assert isinstance(self.parent, EvalCallback)
+        # the step is the evaluation's index, so that pruners compare trials with different n_envs alike
+        self.n_reports += 1
+        self.trial.report(float(self.parent.last_mean_reward), self.n_reports)
+        if self.trial.should_prune():
+            self.pruned_at = self.num_timesteps
+            return False
+        return True
+
+
 class CheckpointCallback(BaseCallback):
     """Every ``save_freq`` env steps, a complete agent in ``checkpoints/step_<N>/``.
 
@@ -76,18 +97,25 @@ class CheckpointCallback(BaseCallback):
         return True
 
 
-def build_callbacks(cfg: DictConfig, run_dir: Path, eval_env: VecEnv) -> tuple[CallbackList, SaveBestCallback | None]:
-    """All callbacks of the run, and the one that records the best evaluation (if evaluating)."""
+def build_callbacks(
+    cfg: DictConfig, run_dir: Path, eval_env: VecEnv, after_eval: BaseCallback | None = None
+) -> tuple[CallbackList, SaveBestCallback | None]:
+    """All callbacks of the run, and the one that records the best evaluation (if evaluating).
+
+    ``after_eval`` runs after each periodic evaluation (a search's ReportToTrial).
+    """
     cb_cfg = cfg.callbacks
     callbacks: list[BaseCallback] = []
     save_best = None
-    if cb_cfg.eval.freq > 0:
+    freq = cfg.n_timesteps // cb_cfg.eval.n_evaluations if cb_cfg.eval.n_evaluations else cb_cfg.eval.freq
+    if freq > 0:
         save_best = SaveBestCallback(run_dir / BEST_DIR)
         eval_cb = EvalCallback(
             eval_env,
             callback_on_new_best=save_best,
+            callback_after_eval=after_eval,
             n_eval_episodes=cb_cfg.eval.n_episodes,
-            eval_freq=max(cb_cfg.eval.freq // cfg.env.n_envs, 1),
+            eval_freq=max(freq // cfg.env.n_envs, 1),
             log_path=str(run_dir),  # evaluations.npz, as RL Zoo's plotting scripts expect
             deterministic=cb_cfg.eval.deterministic,
             verbose=cfg.logger.verbose,

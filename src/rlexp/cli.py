@@ -8,15 +8,20 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.plugins import Plugins
 from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
 from rlexp.errors import ConfigError
 from rlexp.schema import register_configs
 
 register_configs()
+# Hydra finds plugins by walking the hydra_plugins namespace package, which misses modules that an
+# editable install maps from src/; registering the sweeper here makes both install kinds work.
+Plugins.instance().register(OptunaSweeper)
 
 # errors caused by what the user typed or configured: reported in one line, without a traceback
 USER_ERRORS = (ConfigError, HydraException, OmegaConfBaseException)

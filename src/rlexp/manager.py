@@ -22,18 +22,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import optuna
 import torch
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from rlexp.callbacks import build_callbacks
+from rlexp.callbacks import ReportToTrial, build_callbacks
 from rlexp.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, resolve_spec
 from rlexp.errors import ConfigError
 from rlexp.model import build_model, find_trained_agent, load_model
 from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
 from rlexp.schema import reject_unknown_keys
+from rlexp.study import job_trial
 from rlexp.summary import now, provenance
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,10 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"n_timesteps must be > 0, got {cfg.n_timesteps}")
     if cfg.torch_threads < 1:
         raise ConfigError(f"torch_threads must be >= 1, got {cfg.torch_threads}")
+    if cfg.callbacks.eval.n_evaluations is not None and not 0 < cfg.callbacks.eval.n_evaluations <= cfg.n_timesteps:
+        raise ConfigError(
+            f"callbacks.eval.n_evaluations must be in [1, n_timesteps], got {cfg.callbacks.eval.n_evaluations}"
+        )
     if cfg.callbacks.eval.final_episodes < 1:
         raise ConfigError(f"callbacks.eval.final_episodes must be >= 1, got {cfg.callbacks.eval.final_episodes}")
     _normalize_stats(cfg)
@@ -70,6 +76,12 @@ def validate(cfg: DictConfig) -> None:
             cfg.tuned_env_id,
             cfg.env.id,
         )
+
+
+def _failure_status(err: BaseException) -> str:
+    if isinstance(err, optuna.TrialPruned):
+        return "pruned"
+    return "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
 
 
 def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[str]) -> float:
@@ -108,7 +120,7 @@ def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[s
         _train_and_evaluate(cfg, run_dir, summary)
     except BaseException as err:
         summary.update(
-            status="interrupted" if isinstance(err, KeyboardInterrupt) else "failed",
+            status=_failure_status(err),
             error=f"{type(err).__name__}: {err}",
             end_time=now(),
         )
@@ -135,7 +147,9 @@ def _train_and_evaluate(cfg: DictConfig, run_dir: Path, summary: dict[str, Any])
         model = load_model(cfg, cfg.trained_agent, train_env)
     eval_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True)
     model.set_logger(configure(str(run_dir / "logs"), list(cfg.logger.formats)))
-    callbacks, save_best = build_callbacks(cfg, run_dir, eval_env)
+    trial = job_trial()  # set when this run is a trial of an rlexp search
+    reporter = ReportToTrial(trial) if trial is not None else None
+    callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, after_eval=reporter)
 
     summary["start_step"] = start_step = int(model.num_timesteps)
     started = time.perf_counter()
@@ -148,6 +162,8 @@ def _train_and_evaluate(cfg: DictConfig, run_dir: Path, summary: dict[str, Any])
         )
     finally:
         summary["steps_done"] = int(model.num_timesteps)
+    if reporter is not None and reporter.pruned_at is not None:
+        raise optuna.TrialPruned(f"trial {trial.number} pruned at step {reporter.pruned_at}")
     train_seconds = time.perf_counter() - started
     save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
 

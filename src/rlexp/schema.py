@@ -222,6 +222,8 @@ class EvalConfig:
     # evaluate every `freq` environment steps (summed over envs); 0 turns periodic evaluation off
     freq: int = 10_000
     n_episodes: int = 5
+    # if set, evaluate this many times over the run instead (freq = n_timesteps // n_evaluations)
+    n_evaluations: Optional[int] = None
     # episodes of the evaluation after training (the run's final score)
     final_episodes: int = 10
     deterministic: bool = True
@@ -274,6 +276,8 @@ class ExperimentConfig:
     torch_threads: int = 1
     # run dir or .zip of a trained agent to continue training
     trained_agent: Optional[str] = None
+    # parameter -> Hydra sweep expression, read by hydra/sweeper=optuna (search_space/<algo>.yaml)
+    search_space: Dict[str, str] = field(default_factory=dict)
 
 
 def register_configs() -> None:

@@ -1,0 +1,38 @@
+"""Typed schema of `hydra/sweeper=optuna`; its values live in rlexp's conf/hydra/sweeper/optuna.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class OptunaSweeperConf:
+    _target_: str = "hydra_plugins.rlexp_optuna_sweeper.sweeper.OptunaSweeper"
+    # sampler and pruner: `_target_` nodes chosen from hydra/sweeper/sampler and hydra/sweeper/pruner
+    sampler: Any = MISSING
+    pruner: Any = MISSING
+    direction: str = "maximize"
+    # Optuna storage URL; null: a SQLite file in the sweep directory; journal:///path for a journal file
+    storage: Optional[str] = None
+    study_name: str = MISSING
+    # trials this study should finish (completed, pruned or failed), counting those of earlier runs
+    n_trials: int = 20
+    # trials launched at once (one batch of the launcher)
+    n_jobs: int = 1
+    # stop when more than this fraction of the finished trials failed
+    max_failure_rate: float = 0.25
+    # cap on all trials of the study, across every sweeper process sharing it
+    max_total_trials: Optional[int] = None
+    # seeds the sampler; trial k trains with seed + k
+    seed: int = 0
+    # parameter -> Hydra sweep expression: choice(...), range(...), interval(...), tag(log, interval(...))
+    params: Dict[str, str] = field(default_factory=dict)
+    # write optimization plots (PNG) next to the results
+    plots: bool = True
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="optuna_schema", node=OptunaSweeperConf, provider="rlexp")

@@ -1,0 +1,189 @@
+"""The sweeper: asks Optuna for trials, launches them as Hydra jobs, tells Optuna how they ended.
+
+Jobs reach their live trial through the shared storage (rlexp.study.job_trial) to report
+evaluations and to stop when the pruner says so; the sweeper then records the trial as PRUNED.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import optuna
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.plugins import Plugins
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig
+from optuna.trial import TrialState
+
+import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
+from rlexp.errors import ConfigError
+from rlexp.search_results import trial_dir, write_results
+from rlexp.search_space import as_override, parse_search_space
+from rlexp.study import (
+    ENV_STORAGE,
+    ENV_STUDY,
+    ENV_TRIAL,
+    OWNER_ATTR,
+    finished_trials,
+    open_storage,
+    owner,
+    reclaim_interrupted_trials,
+)
+
+log = logging.getLogger(__name__)
+# Optuna flags e.g. multivariate TPE and its matplotlib plots as experimental, on every call
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+class OptunaSweeper(Sweeper):
+    def __init__(
+        self,
+        sampler: optuna.samplers.BaseSampler,
+        pruner: optuna.pruners.BasePruner,
+        direction: str,
+        storage: str | None,
+        study_name: str,
+        n_trials: int,
+        n_jobs: int,
+        max_failure_rate: float,
+        max_total_trials: int | None,
+        seed: int,
+        params: DictConfig,
+        plots: bool,
+    ) -> None:
+        self.sampler, self.pruner = sampler, pruner  # built by Hydra from their `_target_` nodes
+        self.direction = direction
+        self.storage_url = storage
+        self.study_name = study_name
+        self.n_trials, self.n_jobs = n_trials, n_jobs
+        self.max_failure_rate = max_failure_rate
+        self.max_total_trials = max_total_trials
+        self.seed = seed
+        self.params: dict[str, str] = {str(k): str(v) for k, v in (params or {}).items()}
+        self.plots = plots
+        self.job_idx = 0
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config = config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+        self.sweep_dir = Path(config.hydra.sweep.dir).resolve()
+
+    # ------------------------------------------------------------------------------------ checks
+    def _check(self) -> None:
+        if self.direction not in ("maximize", "minimize"):
+            raise ConfigError(f"hydra.sweeper.direction={self.direction}: choose maximize or minimize")
+        for name, value in (("n_trials", self.n_trials), ("n_jobs", self.n_jobs)):
+            if value < 1:
+                raise ConfigError(f"hydra.sweeper.{name} must be >= 1, got {value}")
+        if not 0.0 <= self.max_failure_rate <= 1.0:
+            raise ConfigError(f"hydra.sweeper.max_failure_rate must be in [0, 1], got {self.max_failure_rate}")
+
+    def _open_study(self) -> optuna.Study:
+        """The study, created or loaded; nothing is written to it when any setting is wrong."""
+        url = self.storage_url or f"sqlite:///{self.sweep_dir / 'study.db'}"
+        if url.startswith("sqlite:///"):
+            Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+        storage = open_storage(url)
+        existing = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
+        if self.study_name in existing:
+            direction = existing[self.study_name].direction.name.lower()
+            if direction != self.direction:
+                raise ConfigError(
+                    f"hydra.sweeper.study_name={self.study_name} exists in {url} with direction={direction}, "
+                    f"not {self.direction}"
+                )
+        self.storage_url = url
+        return optuna.create_study(
+            storage=storage,
+            study_name=self.study_name,
+            direction=self.direction,
+            sampler=self.sampler,
+            pruner=self.pruner,
+            load_if_exists=True,
+        )
+
+    # ------------------------------------------------------------------------------------ sweep
+    def sweep(self, arguments: list[str]) -> None:
+        self._check()
+        parsed = OverridesParser.create().parse_overrides(arguments)
+        sweeps = [o.input_line for o in parsed if o.is_sweep_override()]
+        fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+        space = parse_search_space(self.params, sweeps, self.config, fixed)
+        if not space:
+            raise ConfigError("hydra.sweeper.params is empty: nothing to search (use hparams=search)")
+        study = self._open_study()
+        reclaimed = reclaim_interrupted_trials(study)
+        if reclaimed:
+            log.info("requeued %d trial(s) interrupted by an earlier run of this sweep", reclaimed)
+        log.info(
+            "study %s in %s: %d of %d trials finished",
+            self.study_name,
+            self.storage_url,
+            len(finished_trials(study)),
+            self.n_trials,
+        )
+
+        while True:
+            remaining = self.n_trials - len(finished_trials(study))
+            if self.max_total_trials is not None:
+                active = [t for t in study.get_trials(deepcopy=False) if not t.user_attrs.get("rlexp_interrupted")]
+                remaining = min(remaining, self.max_total_trials - len(active))
+            if remaining <= 0:
+                break
+            trials = [study.ask(space) for _ in range(min(self.n_jobs, remaining))]
+            for trial in trials:
+                trial.set_user_attr(OWNER_ATTR, owner())
+            batch = [self._job_overrides(trial, fixed) for trial in trials]
+            returns = self.launcher.launch(batch, initial_job_idx=self.job_idx)
+            self.job_idx += len(batch)
+            for trial, ret in zip(trials, returns, strict=True):
+                self._tell(study, trial, ret)
+            write_results(study, self.sweep_dir, self.config, fixed, self.seed, plots=False)
+            self._check_failure_rate(study)
+
+        write_results(study, self.sweep_dir, self.config, fixed, self.seed, plots=self.plots)
+
+    def _job_overrides(self, trial: optuna.Trial, fixed: list[str]) -> list[str]:
+        return [
+            *fixed,
+            *(as_override(key, value) for key, value in trial.params.items()),
+            f"seed={self.seed + trial.number}",
+            f"hydra.sweep.subdir={trial_dir(Path(), trial.number)}",
+            f"++hydra.job.env_set.{ENV_STORAGE}='{self.storage_url}'",
+            f"++hydra.job.env_set.{ENV_STUDY}='{self.study_name}'",
+            f"++hydra.job.env_set.{ENV_TRIAL}={trial._trial_id}",
+        ]
+
+    def _tell(self, study: optuna.Study, trial: optuna.Trial, ret: Any) -> None:
+        result = ret._return_value  # the value, or the exception of a failed job
+        if isinstance(result, optuna.TrialPruned):
+            study.tell(trial, state=TrialState.PRUNED)
+            log.info("trial %d pruned", trial.number)
+        elif isinstance(result, BaseException):
+            trial.set_user_attr("fail_reason", f"{type(result).__name__}: {' '.join(str(result).split())}"[:1000])
+            study.tell(trial, state=TrialState.FAIL)
+            log.warning("trial %d failed: %s", trial.number, result)
+        elif result is None or not math.isfinite(float(result)):
+            trial.set_user_attr("fail_reason", f"objective is {result}")
+            study.tell(trial, state=TrialState.FAIL)
+            log.warning("trial %d failed: objective is %s", trial.number, result)
+        else:
+            study.tell(trial, float(result))
+            log.info("trial %d: %.4g (best %.4g)", trial.number, float(result), study.best_value)
+
+    def _check_failure_rate(self, study: optuna.Study) -> None:
+        done = finished_trials(study)
+        failed = [t for t in done if t.state == TrialState.FAIL]
+        if done and len(failed) / len(done) > self.max_failure_rate:
+            reasons = "; ".join(f"trial {t.number}: {t.user_attrs.get('fail_reason', '?')}" for t in failed[-3:])
+            raise ConfigError(
+                f"{len(failed)} of {len(done)} trials failed, above hydra.sweeper.max_failure_rate="
+                f"{self.max_failure_rate} ({reasons})"
+            )

@@ -1,0 +1,148 @@
+"""What a search leaves in its sweep directory, rewritten after every batch so it can be read mid-sweep.
+
+optimization_results.yaml    best value, params and trial; trials per state
+trials.csv                   one row per trial: state, value, params, seed, the command to re-run it
+tuned/<algo>_<env>_search.yaml   the best params as a tuned file (see README)
+plots/*.png                  history, parameter importances, intermediate values (at the end)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import shlex
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from optuna.trial import FrozenTrial, TrialState
+
+from rlexp.saving import atomic_write_text
+from rlexp.search_space import as_override
+
+log = logging.getLogger(__name__)
+
+
+def _value(text: Any) -> Any:
+    """Categorical lists travel as JSON literals (search_space._literal); turn them back into lists."""
+    if isinstance(text, str) and text[:1] in ("[", "{"):
+        return json.loads(text)
+    return text
+
+
+def trial_command(trial: FrozenTrial, fixed: list[str], seed: int, n_timesteps: int) -> list[str]:
+    """The `rlexp` command that re-runs one trial as a normal training run (same budget and seed)."""
+    kept = [o for o in fixed if not o.lstrip("+~").startswith(("hparams", "hydra.", "hydra/", "n_timesteps="))]
+    params = [as_override(key, value) for key, value in trial.params.items()]
+    return ["rlexp", *kept, f"n_timesteps={n_timesteps}", *params, f"seed={seed + trial.number}"]
+
+
+def trial_dir(sweep_dir: Path, number: int) -> Path:
+    """Where the sweeper puts a trial's run (hydra.sweep.subdir=trial_<number>)."""
+    return sweep_dir / f"trial_{number:04d}"
+
+
+# the parts of a run's config that decide how it trains (not where it logs)
+TRAINING_KEYS = ("n_timesteps", "algo", "env", "lr_schedule", "clip_range_schedule", "action_noise")
+
+
+def tuned_yaml(study: optuna.Study, sweep_dir: Path, name: str) -> str:
+    """The best trial as a complete `tuned/` file: its run's training config, not only the searched keys,
+    so that the values the search started from (e.g. an earlier tuned file's n_envs) come along."""
+    best = study.best_trial
+    used = yaml.safe_load((trial_dir(sweep_dir, best.number) / "config.yaml").read_text())
+    body = {"tuned_file": name, "tuned_env_id": used["env"]["id"], **{k: used[k] for k in TRAINING_KEYS}}
+    header = (
+        "# @package _global_\n"
+        f"# Found by an rlexp search: study {study.study_name}, trial {best.number}, seed {used['seed']}, "
+        f"value {study.best_value:.6g} ({study.direction.name.lower()}).\n"
+        f"# Searched: {', '.join(best.params)}.\n"
+    )
+    return header + yaml.safe_dump(body, sort_keys=False)
+
+
+def _csv(trials: list[FrozenTrial], fixed: list[str], seed: int, n_timesteps: int) -> str:
+    names = sorted({key for t in trials for key in t.params})
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["number", "state", "value", *names, "seed", "duration_s", "fail_reason", "command"])
+    for t in trials:
+        duration = t.duration.total_seconds() if t.duration else ""
+        writer.writerow(
+            [
+                t.number,
+                t.state.name,
+                "" if t.value is None else t.value,
+                *(t.params.get(n, "") for n in names),
+                seed + t.number,
+                duration,
+                t.user_attrs.get("fail_reason", ""),
+                shlex.join(trial_command(t, fixed, seed, n_timesteps)),
+            ]
+        )
+    return out.getvalue()
+
+
+def _plots(study: optuna.Study, directory: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from optuna.visualization import matplotlib as ovm
+    except ImportError:
+        log.info("no plots: matplotlib is not installed (pip install 'rlexp[search]')")
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, draw in (
+        ("history", ovm.plot_optimization_history),
+        ("importances", ovm.plot_param_importances),
+        ("intermediate_values", ovm.plot_intermediate_values),
+    ):
+        try:
+            draw(study)
+            plt.gcf().set_size_inches(9, 5)
+            plt.tight_layout()
+            plt.savefig(directory / f"{name}.png", dpi=90)
+        except Exception as err:  # e.g. importances need two completed trials
+            log.info("plot %s skipped: %s", name, err)
+        finally:
+            plt.close("all")
+
+
+def write_results(
+    study: optuna.Study, sweep_dir: Path, config: DictConfig, fixed: list[str], seed: int, plots: bool
+) -> None:
+    trials = study.get_trials(deepcopy=False)
+    n_timesteps = int(OmegaConf.select(config, "n_timesteps"))
+    counts = {state.name: sum(t.state == state for t in trials) for state in TrialState}
+    results: dict[str, Any] = {
+        "study_name": study.study_name,
+        "direction": study.direction.name.lower(),
+        "trials": {k: v for k, v in counts.items() if v},
+    }
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    if complete:
+        best = study.best_trial
+        results["best"] = {
+            "value": best.value,
+            "trial": best.number,
+            "params": {k: _value(v) for k, v in best.params.items()},
+            "seed": seed + best.number,
+            "command": shlex.join(trial_command(best, fixed, seed, n_timesteps)),
+        }
+        algo = OmegaConf.select(config, "hydra.runtime.choices.algo")
+        env = OmegaConf.select(config, "hydra.runtime.choices.env")
+        name = f"{algo}_{env}_search"
+        atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, sweep_dir, name))
+        results["tuned_file"] = str(sweep_dir / "tuned" / f"{name}.yaml")
+        results["train_with_it"] = f"rlexp algo={algo} env={env} 'hydra.searchpath=[file://{sweep_dir}]' tuned={name}"
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(sweep_dir / "optimization_results.yaml", yaml.safe_dump(results, sort_keys=False))
+    atomic_write_text(sweep_dir / "trials.csv", _csv(trials, fixed, seed, n_timesteps))
+    if plots:
+        _plots(study, sweep_dir / "plots")

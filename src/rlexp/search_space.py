@@ -1,0 +1,85 @@
+"""Hydra sweep syntax (choice/range/interval/tag) -> Optuna distributions, checked before a study starts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, Override, RangeSweep
+from omegaconf import DictConfig, OmegaConf
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+
+from rlexp.errors import ConfigError
+
+_MISSING = object()
+
+
+def _literal(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _distribution(override: Override) -> BaseDistribution:
+    key, value = override.key_or_group, override.value()
+    if isinstance(value, ChoiceSweep):
+        if not value.list:
+            raise ConfigError(f"hydra.sweeper.params.{key}: choice() is empty")
+        # Optuna's choices must be scalars: lists/dicts (e.g. net_arch) travel as compact literals
+        return CategoricalDistribution([_literal(v) if isinstance(v, (list, dict)) else v for v in value.list])
+    if isinstance(value, RangeSweep):
+        values = list(range(int(value.start), int(value.stop), int(value.step)))  # Python's range: stop excluded
+        if not values:
+            raise ConfigError(f"hydra.sweeper.params.{key}: {override.input_line.split('=', 1)[1]} is empty")
+        return IntDistribution(values[0], values[-1], step=int(value.step))
+    if isinstance(value, IntervalSweep):
+        low, high = value.start, value.end
+        if not low < high:
+            raise ConfigError(f"hydra.sweeper.params.{key}: interval({low}, {high}) is empty or reversed")
+        log = "log" in value.tags
+        if log and low <= 0:
+            raise ConfigError(f"hydra.sweeper.params.{key}: a log interval needs low > 0, got {low}")
+        if "int" in value.tags or (isinstance(low, int) and isinstance(high, int)):
+            return IntDistribution(int(low), int(high), log=log)
+        return FloatDistribution(float(low), float(high), log=log)
+    # a single value: the parameter is fixed for every trial
+    return CategoricalDistribution([value])
+
+
+def parse_search_space(
+    params: Mapping[str, Any], extra_overrides: list[str], config: DictConfig, fixed: Sequence[str] = ()
+) -> dict[str, BaseDistribution]:
+    """Distributions for ``hydra.sweeper.params`` plus sweep overrides from the command line.
+
+    A plain ``key=value`` on the command line (in ``fixed``) takes that key out of the search. Each key
+    must name a value of the composed config (a parameter the algorithm does not have fails here,
+    before anything is written to a study).
+    """
+    fixed_keys = {line.split("=", 1)[0].lstrip("+~") for line in fixed}
+    lines = [f"{key}={value}" for key, value in params.items() if key.lstrip("+") not in fixed_keys]
+    lines += list(extra_overrides)
+    try:
+        overrides = OverridesParser.create().parse_overrides(lines)
+    except Exception as err:  # Hydra's grammar errors
+        raise ConfigError(f"hydra.sweeper.params: {err}") from None
+    space: dict[str, BaseDistribution] = {}
+    for override in overrides:
+        key = override.key_or_group
+        added = override.is_add() or override.is_force_add()
+        if not added and OmegaConf.select(config, key, default=_MISSING) is _MISSING:
+            algo = OmegaConf.select(config, "algo._target_", default="?")
+            raise ConfigError(f"hydra.sweeper.params.{key}: no such key in the config (algo {algo})")
+        space[key] = _distribution(override)
+    return space
+
+
+def as_override(key: str, value: Any) -> str:
+    """``key=value`` in Hydra's override grammar (strings quoted, lists kept)."""
+    if isinstance(value, str) and value[:1] not in ("[", "{"):
+        return f"{key}='{value}'" if any(c in value for c in " ,=[]{}()'\"") else f"{key}={value}"
+    return f"{key}={value}"

@@ -1,0 +1,96 @@
+"""Optuna storages and studies as rlexp uses them, for the sweeper (one process) and its jobs (many)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import optuna
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import instantiate
+from optuna.storages import BaseStorage, JournalStorage, RDBStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
+
+from rlexp.errors import ConfigError
+
+JOURNAL_PREFIX = "journal:///"
+# how a sweep hands its trial to a job (hydra.job.env_set: per-job values under hydra.sweeper are refused by Hydra 1.4)
+ENV_STORAGE, ENV_STUDY, ENV_TRIAL = "RLEXP_OPTUNA_STORAGE", "RLEXP_OPTUNA_STUDY", "RLEXP_OPTUNA_TRIAL_ID"
+OWNER_ATTR = "rlexp_owner"
+INTERRUPTED_ATTR = "rlexp_interrupted"
+
+
+def open_storage(url: str) -> BaseStorage:
+    """An RDB URL (sqlite:///, postgresql://, ...) or ``journal:///path`` (a journal file for shared file systems)."""
+    try:
+        if url.startswith(JOURNAL_PREFIX):
+            path = Path("/" + url[len(JOURNAL_PREFIX) :].lstrip("/"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return JournalStorage(JournalFileBackend(str(path)))
+        engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+        return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=None)
+    except Exception as err:  # SQLAlchemy/driver errors: unreachable server, bad URL, missing driver
+        raise ConfigError(
+            f"hydra.sweeper.storage={url}: cannot open the storage ({type(err).__name__}: {err})"
+        ) from None
+
+
+def owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_is_dead(trial: optuna.trial.FrozenTrial) -> bool:
+    """A RUNNING trial started by a process of this host that no longer exists."""
+    host, _, pid = str(trial.user_attrs.get(OWNER_ATTR, "")).partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def reclaim_interrupted_trials(study: optuna.Study) -> int:
+    """Trials left RUNNING by a killed sweeper on this host: marked FAIL (interrupted) and queued again.
+
+    They do not count towards n_trials, and their parameters run again, so a resumed sweep loses
+    and duplicates nothing.
+    """
+    reclaimed = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if _owner_is_dead(trial):
+            optuna.trial.Trial(study, trial._trial_id).set_user_attr(INTERRUPTED_ATTR, True)
+            study.tell(trial.number, state=TrialState.FAIL)
+            study.enqueue_trial(trial.params, user_attrs={"requeued_from": trial.number}, skip_if_exists=False)
+            reclaimed += 1
+    return reclaimed
+
+
+def finished_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """Trials that count towards n_trials: completed, pruned or failed on their own (not interrupted)."""
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL))
+    return [t for t in done if not t.user_attrs.get(INTERRUPTED_ATTR)]
+
+
+def _sweep_pruner() -> optuna.pruners.BasePruner | None:
+    """The sweep's pruner, rebuilt from the job's Hydra config (Optuna does not store pruners)."""
+    if not HydraConfig.initialized():
+        return None
+    node = HydraConfig.get().sweeper.get("pruner")
+    return instantiate(node) if node is not None and "_target_" in node else None
+
+
+def job_trial() -> optuna.trial.Trial | None:
+    """In a job of an rlexp sweep: the live trial that this job runs, rebuilt from the shared storage."""
+    trial_id = os.environ.get(ENV_TRIAL)
+    if not trial_id:
+        return None
+    study = optuna.load_study(
+        study_name=os.environ[ENV_STUDY], storage=open_storage(os.environ[ENV_STORAGE]), pruner=_sweep_pruner()
+    )
+    return optuna.trial.Trial(study, int(trial_id))

@@ -1,0 +1,203 @@
+"""Hyperparameter search through rlexp's Optuna sweeper: real studies, small budgets, the real command."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import optuna
+import pytest
+import yaml
+from conftest import rlexp_cli
+from hydra import compose, initialize_config_module
+from optuna.trial import TrialState
+
+from rlexp.search_space import parse_search_space
+
+# a search small enough for tests: 2 envs, ~1k steps per trial, quick evaluations
+SMALL = [
+    "-m",
+    "hparams=search",
+    "algo=ppo",
+    "env=cartpole",
+    "env.n_envs=2",
+    "n_timesteps=1024",
+    "algo.n_steps=choice(32,64)",
+    "algo.batch_size=64",
+    "algo.n_epochs=choice(1,4)",
+    "callbacks.eval.n_evaluations=4",
+    "callbacks.eval.n_episodes=2",
+    "callbacks.eval.final_episodes=3",
+    "hydra.sweep.dir=sweep",
+]
+
+
+def _study(tmp_path, name="ppo-cartpole"):
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path / 'sweep' / 'study.db'}")
+
+
+def _finished(study):
+    return [t for t in study.trials if t.state != TrialState.RUNNING and not t.user_attrs.get("rlexp_interrupted")]
+
+
+@pytest.mark.parametrize(
+    ("algo", "env"),
+    [
+        ("ppo", "cartpole"),
+        ("a2c", "cartpole"),
+        ("dqn", "cartpole"),
+        ("sac", "pendulum"),
+        ("td3", "pendulum"),
+        ("tqc", "pendulum"),
+    ],
+)
+def test_search_space_of_each_algorithm_composes(algo, env):
+    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+        cfg = compose("config", overrides=["hparams=search", f"algo={algo}", f"env={env}"], return_hydra_config=True)
+    assert cfg.hydra.mode.name == "MULTIRUN"
+    assert cfg.hydra.sweeper._target_ == "hydra_plugins.rlexp_optuna_sweeper.sweeper.OptunaSweeper"
+    space = parse_search_space(cfg.hydra.sweeper.params, [], cfg)
+    assert len(space) >= 6
+    assert cfg.hydra.sweeper.sampler.seed == cfg.hydra.sweeper.seed
+
+
+def test_search_end_to_end_results_retrain_and_resume(tmp_path):
+    result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=4"], cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = _study(tmp_path)
+    assert len(_finished(study)) == 4
+    assert all(t.intermediate_values for t in study.trials)  # every job reported to the study
+    sweep = tmp_path / "sweep"
+    results = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
+    assert results["best"]["value"] == study.best_value
+    rows = list(csv.DictReader((sweep / "trials.csv").open()))
+    assert [int(r["number"]) for r in rows] == [0, 1, 2, 3]
+    assert {p.name for p in (sweep / "plots").iterdir()} >= {"history.png", "intermediate_values.png"}
+    for t in study.trials:
+        summary = json.loads((sweep / f"trial_{t.number:04d}" / "summary.json").read_text())
+        assert summary["seed"] == t.number  # trial k trains with sweep seed + k
+        assert summary["status"] == ("pruned" if t.state == TrialState.PRUNED else "completed")
+
+    # the best trial's command re-runs it as a normal training run, to the same value
+    best = study.best_trial
+    command = next(r["command"] for r in rows if int(r["number"]) == best.number)
+    rerun = rlexp_cli([*shlex.split(command)[1:], "hydra.run.dir=rerun"], cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert json.loads((tmp_path / "rerun" / "summary.json").read_text())["final_eval"]["mean"] == best.value
+    # ...and so does the tuned file the search wrote
+    tuned = rlexp_cli(
+        [
+            "algo=ppo",
+            "env=cartpole",
+            f"hydra.searchpath=[file://{sweep}]",
+            "tuned=ppo_cartpole_search",
+            f"seed={best.number}",
+            "callbacks.eval.final_episodes=3",
+            "hydra.run.dir=tuned",
+        ],
+        cwd=tmp_path,
+    )
+    assert tuned.returncode == 0, tuned.stderr[-2000:]
+    summary = json.loads((tmp_path / "tuned" / "summary.json").read_text())
+    assert summary["tuned_file"] == "ppo_cartpole_search"
+    assert summary["final_eval"]["mean"] == best.value
+
+    # the same command again resumes the study: finished trials count towards n_trials
+    result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=5"], cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(_finished(_study(tmp_path))) == 5
+
+
+def test_pruned_trials_stop_early_and_are_recorded_as_pruned(tmp_path):
+    always_prune = [
+        "hydra/sweeper/pruner=none",
+        "hydra.sweeper.pruner._target_=optuna.pruners.ThresholdPruner",
+        "+hydra.sweeper.pruner.lower=1e9",
+    ]
+    result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=2", *always_prune], cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = _study(tmp_path)
+    assert [t.state for t in study.trials] == [TrialState.PRUNED, TrialState.PRUNED]
+    summary = json.loads((tmp_path / "sweep" / "trial_0000" / "summary.json").read_text())
+    assert summary["status"] == "pruned"
+    assert summary["steps_done"] < 1024
+
+
+def test_failing_trials_are_recorded_and_stop_the_sweep_past_the_failure_rate(tmp_path):
+    broken = ["env.max_episode_steps=0"]  # every job fails (TimeLimit refuses 0)
+    result = rlexp_cli(
+        [*SMALL, "hydra.sweeper.n_trials=2", "hydra.sweeper.max_failure_rate=1.0", *broken], cwd=tmp_path, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = _study(tmp_path)
+    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+    assert all(t.user_attrs["fail_reason"] for t in study.trials)
+
+    result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=4", "hydra.sweep.dir=sweep2", *broken], cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("rlexp: error: 1 of 1 trials failed, above")
+
+
+def test_max_total_trials_caps_the_study(tmp_path):
+    result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=10", "hydra.sweeper.max_total_trials=2"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(_study(tmp_path).trials) == 2
+
+
+def test_killed_sweep_resumes_to_exactly_n_trials(tmp_path):
+    command = [sys.executable, "-m", "rlexp", *SMALL, "n_timesteps=4096", "hydra.sweeper.n_trials=3"]
+    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and not (tmp_path / "sweep" / "trial_0001" / "summary.json").exists():
+        time.sleep(0.1)
+    time.sleep(1.0)  # well inside trial 1
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    interrupted = _study(tmp_path).trials[1]
+    assert interrupted.state == TrialState.RUNNING
+
+    result = rlexp_cli([*SMALL, "n_timesteps=4096", "hydra.sweeper.n_trials=3"], cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = _study(tmp_path)
+    finished = _finished(study)
+    assert len(finished) == 3
+    assert study.trials[1].user_attrs.get("rlexp_interrupted")
+    assert interrupted.params in [t.params for t in finished]  # requeued, not lost
+
+
+# bad input -> (overrides, text of the one-line error)
+BAD_SEARCH = {
+    "unknown sampler": (["hydra/sweeper/sampler=annealing"], "Available options in 'hydra/sweeper/sampler'"),
+    "unknown pruner": (["hydra/sweeper/pruner=patient"], "Available options in 'hydra/sweeper/pruner'"),
+    "param the algorithm lacks": (["algo.buffer_size=choice(100,1000)"], "algo.buffer_size: no such key"),
+    "reversed interval": (["algo.gamma=interval(0.99,0.9)"], "interval(0.99, 0.9) is empty or reversed"),
+    "empty range": (["algo.n_epochs=range(5,1)"], "algo.n_epochs: range(5,1) is empty"),
+    "unreachable storage": (["hydra.sweeper.storage=postgresql://u:p@127.0.0.1:9/none"], "cannot open the storage"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SEARCH))
+def test_bad_search_input_is_one_line_and_writes_no_trial(case, tmp_path):
+    overrides, expected = BAD_SEARCH[case]
+    result = rlexp_cli([*SMALL, *overrides], cwd=tmp_path)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+    db = tmp_path / "sweep" / "study.db"
+    assert not db.exists() or not optuna.get_all_study_summaries(f"sqlite:///{db}")
+
+
+def test_existing_study_with_another_direction_is_refused(tmp_path):
+    (tmp_path / "sweep").mkdir()
+    storage = f"sqlite:///{tmp_path / 'sweep' / 'study.db'}"
+    optuna.create_study(study_name="ppo-cartpole", storage=storage, direction="minimize")
+    result = rlexp_cli(SMALL, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "exists in" in result.stderr and "direction=minimize, not maximize" in result.stderr
+    assert optuna.load_study(study_name="ppo-cartpole", storage=storage).trials == []
