@@ -64,3 +64,57 @@ def _one_torch_thread():
     import torch
 
     torch.set_num_threads(1)
+
+
+def _postgres_bin() -> Path | None:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+    return found[-1].parent if found else None
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A private PostgreSQL server (Debian's postgresql package) for the session; yields its URL.
+
+    Runs as the `postgres` OS user in a fresh data dir on a free port, with fsync off (throw-away data).
+    """
+    pg_bin = _postgres_bin()
+    if pg_bin is None or os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL tests need Debian's postgresql package and root (.ci/run installs it)")
+        pytest.skip("needs Debian's postgresql package and root")
+    import shutil
+    import socket
+    import tempfile
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(tempfile.mkdtemp(prefix="rlexp-pg-"))
+    shutil.chown(root, "postgres", "postgres")
+    data = root / "data"
+
+    def as_postgres(*args: str) -> None:
+        subprocess.run(
+            ["runuser", "-u", "postgres", "--", *args], check=True, capture_output=True, cwd="/", timeout=120
+        )
+
+    as_postgres(str(pg_bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth-local=trust", "--auth-host=md5")
+    with open(data / "postgresql.conf", "a") as conf:
+        conf.write(
+            f"listen_addresses='127.0.0.1'\nport={port}\nunix_socket_directories='{root}'\n"
+            "fsync=off\nsynchronous_commit=off\nfull_page_writes=off\nmax_connections=100\n"
+        )
+    as_postgres(str(pg_bin / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w", "-t", "60", "start")
+    try:
+        psql = [str(pg_bin / "psql"), "-h", str(root), "-p", str(port), "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-c"]
+        as_postgres(*psql, "CREATE ROLE optuna LOGIN PASSWORD 'optuna'")
+        as_postgres(*psql, "CREATE DATABASE optuna OWNER optuna")
+        yield f"postgresql://optuna:optuna@127.0.0.1:{port}/optuna"
+    finally:
+        subprocess.run(
+            ["runuser", "-u", "postgres", "--", str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
+            capture_output=True,
+            cwd="/",
+            timeout=120,
+        )
+        shutil.rmtree(root, ignore_errors=True)

@@ -65,6 +65,9 @@ def test_search_space_of_each_algorithm_composes(algo, env):
     space = parse_search_space(cfg.hydra.sweeper.params, [], cfg)
     assert len(space) >= 6
     assert cfg.hydra.sweeper.sampler.seed == cfg.hydra.sweeper.seed
+    # a stable sweep dir per algo-env, so that re-running the command resumes its study
+    assert cfg.hydra.sweep.dir == f"multirun/search/{algo}-{env}"
+    assert cfg.hydra.sweeper.study_name == f"{algo}-{env}"
 
 
 def test_search_end_to_end_results_retrain_and_resume(tmp_path):
@@ -201,3 +204,46 @@ def test_existing_study_with_another_direction_is_refused(tmp_path):
     assert result.returncode == 1
     assert "exists in" in result.stderr and "direction=minimize, not maximize" in result.stderr
     assert optuna.load_study(study_name="ppo-cartpole", storage=storage).trials == []
+
+
+def test_two_sweepers_share_one_postgresql_study(tmp_path, postgres_url):
+    """Two sweeper processes on one study finish max_total_trials trials between them, none twice."""
+    shared = [
+        *SMALL,
+        f"hydra.sweeper.storage={postgres_url}",
+        "hydra.sweeper.study_name=shared",
+        "hydra.sweeper.n_trials=5",
+        "hydra.sweeper.max_total_trials=5",
+    ]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "rlexp", *shared, f"hydra.sweep.dir=worker{i}"],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    for worker in workers:
+        _, err = worker.communicate(timeout=600)
+        assert worker.returncode == 0, err[-3000:]
+    study = optuna.load_study(study_name="shared", storage=postgres_url)
+    counted = [t for t in study.trials if not t.user_attrs.get("rlexp_over_cap")]
+    assert len(counted) == 5
+    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in counted)
+    runs = sorted(p.parent.name for p in tmp_path.glob("worker*/trial_*/summary.json"))
+    assert runs == sorted(f"trial_{t.number:04d}" for t in counted)  # each trial ran once, in one worker
+    assert {p.parent.parent.name for p in tmp_path.glob("worker*/trial_*/summary.json")} == {"worker0", "worker1"}
+
+
+def test_journal_file_storage(tmp_path):
+    journal = tmp_path / "shared" / "study.log"
+    result = rlexp_cli(
+        [*SMALL, f"hydra.sweeper.storage=journal:///{journal}", "hydra.sweeper.n_trials=2"], cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    from rlexp.study import open_storage
+
+    study = optuna.load_study(study_name="ppo-cartpole", storage=open_storage(f"journal:///{journal}"))
+    assert len(study.trials) == 2 and all(t.intermediate_values for t in study.trials)

@@ -46,15 +46,17 @@ def trial_dir(sweep_dir: Path, number: int) -> Path:
     return sweep_dir / f"trial_{number:04d}"
 
 
+# where a trial's run is (it may be another sweeper's sweep dir when several share a study)
+RUN_DIR_ATTR = "rlexp_run_dir"
 # the parts of a run's config that decide how it trains (not where it logs)
 TRAINING_KEYS = ("n_timesteps", "algo", "env", "lr_schedule", "clip_range_schedule", "action_noise")
 
 
-def tuned_yaml(study: optuna.Study, sweep_dir: Path, name: str) -> str:
+def tuned_yaml(study: optuna.Study, name: str) -> str:
     """The best trial as a complete `tuned/` file: its run's training config, not only the searched keys,
     so that the values the search started from (e.g. an earlier tuned file's n_envs) come along."""
     best = study.best_trial
-    used = yaml.safe_load((trial_dir(sweep_dir, best.number) / "config.yaml").read_text())
+    used = yaml.safe_load((Path(best.user_attrs[RUN_DIR_ATTR]) / "config.yaml").read_text())
     body = {"tuned_file": name, "tuned_env_id": used["env"]["id"], **{k: used[k] for k in TRAINING_KEYS}}
     header = (
         "# @package _global_\n"
@@ -138,7 +140,7 @@ def write_results(
         algo = OmegaConf.select(config, "hydra.runtime.choices.algo")
         env = OmegaConf.select(config, "hydra.runtime.choices.env")
         name = f"{algo}_{env}_search"
-        atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, sweep_dir, name))
+        atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, name))
         results["tuned_file"] = str(sweep_dir / "tuned" / f"{name}.yaml")
         results["train_with_it"] = f"rlexp algo={algo} env={env} 'hydra.searchpath=[file://{sweep_dir}]' tuned={name}"
     sweep_dir.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
+import time
 from pathlib import Path
 
 import optuna
@@ -20,21 +22,31 @@ JOURNAL_PREFIX = "journal:///"
 ENV_STORAGE, ENV_STUDY, ENV_TRIAL = "RLEXP_OPTUNA_STORAGE", "RLEXP_OPTUNA_STUDY", "RLEXP_OPTUNA_TRIAL_ID"
 OWNER_ATTR = "rlexp_owner"
 INTERRUPTED_ATTR = "rlexp_interrupted"
+OVER_CAP_ATTR = "rlexp_over_cap"
 
 
-def open_storage(url: str) -> BaseStorage:
-    """An RDB URL (sqlite:///, postgresql://, ...) or ``journal:///path`` (a journal file for shared file systems)."""
-    try:
-        if url.startswith(JOURNAL_PREFIX):
-            path = Path("/" + url[len(JOURNAL_PREFIX) :].lstrip("/"))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return JournalStorage(JournalFileBackend(str(path)))
-        engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
-        return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=None)
-    except Exception as err:  # SQLAlchemy/driver errors: unreachable server, bad URL, missing driver
-        raise ConfigError(
-            f"hydra.sweeper.storage={url}: cannot open the storage ({type(err).__name__}: {err})"
-        ) from None
+def open_storage(url: str, attempts: int = 4) -> BaseStorage:
+    """An RDB URL (sqlite:///, postgresql://, ...) or ``journal:///path`` (a journal file for shared file systems).
+
+    Workers starting together on a new database race to create Optuna's tables; the loser retries.
+    """
+    for attempt in range(attempts):
+        try:
+            if url.startswith(JOURNAL_PREFIX):
+                path = Path("/" + url[len(JOURNAL_PREFIX) :].lstrip("/"))
+                path.parent.mkdir(parents=True, exist_ok=True)
+                return JournalStorage(JournalFileBackend(str(path)))
+            engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+            return RDBStorage(url, engine_kwargs=engine_kwargs)
+        except Exception as err:  # SQLAlchemy/driver errors: unreachable server, bad URL, missing driver
+            if "already exists" in str(err) and attempt + 1 < attempts:
+                time.sleep(0.5 + random.random())
+                continue
+            message = " ".join(str(err).split())[:300]
+            raise ConfigError(
+                f"hydra.sweeper.storage={url}: cannot open the storage ({type(err).__name__}: {message})"
+            ) from None
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def owner() -> str:
@@ -71,10 +83,18 @@ def reclaim_interrupted_trials(study: optuna.Study) -> int:
     return reclaimed
 
 
+def counted_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """Every trial of the study except those interrupted (run again) or given back over max_total_trials."""
+    return [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if not t.user_attrs.get(INTERRUPTED_ATTR) and not t.user_attrs.get(OVER_CAP_ATTR)
+    ]
+
+
 def finished_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    """Trials that count towards n_trials: completed, pruned or failed on their own (not interrupted)."""
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL))
-    return [t for t in done if not t.user_attrs.get(INTERRUPTED_ATTR)]
+    """Trials that count towards n_trials: completed, pruned or failed on their own."""
+    return [t for t in counted_trials(study) if t.state != TrialState.RUNNING and t.state != TrialState.WAITING]
 
 
 def _sweep_pruner() -> optuna.pruners.BasePruner | None:

@@ -22,13 +22,15 @@ from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
 from rlexp.errors import ConfigError
-from rlexp.search_results import trial_dir, write_results
+from rlexp.search_results import RUN_DIR_ATTR, trial_dir, write_results
 from rlexp.search_space import as_override, parse_search_space
 from rlexp.study import (
     ENV_STORAGE,
     ENV_STUDY,
     ENV_TRIAL,
+    OVER_CAP_ATTR,
     OWNER_ATTR,
+    counted_trials,
     finished_trials,
     open_storage,
     owner,
@@ -133,13 +135,16 @@ class OptunaSweeper(Sweeper):
         while True:
             remaining = self.n_trials - len(finished_trials(study))
             if self.max_total_trials is not None:
-                active = [t for t in study.get_trials(deepcopy=False) if not t.user_attrs.get("rlexp_interrupted")]
-                remaining = min(remaining, self.max_total_trials - len(active))
+                remaining = min(remaining, self.max_total_trials - len(counted_trials(study)))
             if remaining <= 0:
                 break
             trials = [study.ask(space) for _ in range(min(self.n_jobs, remaining))]
             for trial in trials:
                 trial.set_user_attr(OWNER_ATTR, owner())
+                trial.set_user_attr(RUN_DIR_ATTR, str(trial_dir(self.sweep_dir, trial.number)))
+            trials = self._within_cap(study, trials)
+            if not trials:
+                break
             batch = [self._job_overrides(trial, fixed) for trial in trials]
             returns = self.launcher.launch(batch, initial_job_idx=self.job_idx)
             self.job_idx += len(batch)
@@ -149,6 +154,24 @@ class OptunaSweeper(Sweeper):
             self._check_failure_rate(study)
 
         write_results(study, self.sweep_dir, self.config, fixed, self.seed, plots=self.plots)
+
+    def _within_cap(self, study: optuna.Study, trials: list[optuna.Trial]) -> list[optuna.Trial]:
+        """Trials past max_total_trials (two sweepers asked at the same moment) are given back.
+
+        Trial numbers are unique and increasing across processes, so each process decides the same way:
+        a trial is over the cap if more than max_total_trials counted trials have a number up to its own.
+        """
+        if self.max_total_trials is None:
+            return trials
+        numbers = sorted(t.number for t in counted_trials(study))
+        kept = []
+        for trial in trials:
+            if sum(n <= trial.number for n in numbers) > self.max_total_trials:
+                trial.set_user_attr(OVER_CAP_ATTR, True)
+                study.tell(trial, state=TrialState.FAIL)
+            else:
+                kept.append(trial)
+        return kept
 
     def _job_overrides(self, trial: optuna.Trial, fixed: list[str]) -> list[str]:
         return [
