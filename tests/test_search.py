@@ -247,3 +247,33 @@ def test_journal_file_storage(tmp_path):
 
     study = optuna.load_study(study_name="ppo-cartpole", storage=open_storage(f"journal:///{journal}"))
     assert len(study.trials) == 2 and all(t.intermediate_values for t in study.trials)
+
+
+def test_pruning_from_parallel_submitit_local_jobs(tmp_path):
+    """Two trials at once in separate processes (submitit's local launcher) report to and are told by the study."""
+    always_prune = [
+        "hydra/sweeper/pruner=none",
+        "hydra.sweeper.pruner._target_=optuna.pruners.ThresholdPruner",
+        "+hydra.sweeper.pruner.lower=1e9",
+    ]
+    result = rlexp_cli(
+        [*SMALL, "hydra/launcher=submitit_local", "hydra.sweeper.n_jobs=2", "hydra.sweeper.n_trials=2", *always_prune],
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = _study(tmp_path)
+    assert [t.state for t in study.trials] == [TrialState.PRUNED, TrialState.PRUNED]
+    pids = {json.loads((tmp_path / "sweep" / f"trial_{k:04d}" / "summary.json").read_text())["pid"] for k in (0, 1)}
+    assert len(pids) == 2  # each trial ran in its own process
+
+
+def test_installed_hydra_optuna_sweeper_is_reported(tmp_path):
+    fake = tmp_path / "site" / "hydra_plugins" / "hydra_optuna_sweeper"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=1"], cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "hydra-optuna-sweeper is installed too" in result.stdout + result.stderr
+    assert "rlexp's sweeper (hydra_plugins.rlexp_optuna_sweeper.sweeper)" in result.stdout + result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
@@ -62,4 +63,5 @@ def provenance() -> dict[str, Any]:
         "versions": package_versions(),
         "git": {"rlexp": _rlexp_source_commit(), "cwd": git_commit(Path.cwd())},
         "host": socket.gethostname(),
+        "pid": os.getpid(),
     }

@@ -6,6 +6,7 @@ evaluations and to stop when the pruner says so; the sweeper then records the tr
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import warnings
@@ -76,6 +77,12 @@ class OptunaSweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config
         )
         self.sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        if importlib.util.find_spec("hydra_plugins.hydra_optuna_sweeper") is not None:
+            log.warning(
+                "hydra-optuna-sweeper is installed too and also defines hydra/sweeper=optuna; rlexp's configs "
+                "come first on Hydra's search path, so this search runs rlexp's sweeper (%s)",
+                __name__,
+            )
 
     # ------------------------------------------------------------------------------------ checks
     def _check(self) -> None:
