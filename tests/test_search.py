@@ -142,9 +142,38 @@ def test_failing_trials_are_recorded_and_stop_the_sweep_past_the_failure_rate(tm
     assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
     assert all(t.user_attrs["fail_reason"] for t in study.trials)
 
-    result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=4", "hydra.sweep.dir=sweep2", *broken], cwd=tmp_path)
+    result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=8", "hydra.sweep.dir=sweep2", *broken], cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1].startswith("rlexp: error: 1 of 1 trials failed, above")
+    assert result.stderr.strip().splitlines()[-1].startswith("rlexp: error: 4 of 4 trials failed, above")
+    assert (
+        len(
+            optuna.load_study(study_name="ppo-cartpole", storage=f"sqlite:///{tmp_path / 'sweep2' / 'study.db'}").trials
+        )
+        == 4
+    )
+
+
+def test_search_that_adds_keys_dqn_net_arch(tmp_path):
+    """Spaces may add keys (++algo.policy_kwargs.net_arch): the jobs compose and train."""
+    dqn = [
+        "-m",
+        "hparams=search",
+        "algo=dqn",
+        "env=cartpole",
+        "n_timesteps=512",
+        "callbacks.eval.n_evaluations=2",
+        "callbacks.eval.n_episodes=1",
+        "callbacks.eval.final_episodes=1",
+        "hydra.sweeper.n_trials=2",
+        "hydra.sweep.dir=sweep",
+    ]
+    result = rlexp_cli(dqn, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = optuna.load_study(study_name="dqn-cartpole", storage=f"sqlite:///{tmp_path / 'sweep' / 'study.db'}")
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    for t in study.trials:
+        used = yaml.safe_load((tmp_path / "sweep" / f"trial_{t.number:04d}" / "config.yaml").read_text())
+        assert used["algo"]["policy_kwargs"]["net_arch"] == json.loads(t.params["++algo.policy_kwargs.net_arch"])
 
 
 def test_max_total_trials_caps_the_study(tmp_path):
@@ -171,7 +200,8 @@ def test_killed_sweep_resumes_to_exactly_n_trials(tmp_path):
     finished = _finished(study)
     assert len(finished) == 3
     assert study.trials[1].user_attrs.get("rlexp_interrupted")
-    assert interrupted.params in [t.params for t in finished]  # requeued, not lost
+    (requeued,) = [t for t in finished if t.user_attrs.get("requeued_from") == 1]
+    assert requeued.params == interrupted.params  # run again, not lost
 
 
 # bad input -> (overrides, text of the one-line error)
@@ -235,6 +265,8 @@ def test_two_sweepers_share_one_postgresql_study(tmp_path, postgres_url):
     runs = sorted(p.parent.name for p in tmp_path.glob("worker*/trial_*/summary.json"))
     assert runs == sorted(f"trial_{t.number:04d}" for t in counted)  # each trial ran once, in one worker
     assert {p.parent.parent.name for p in tmp_path.glob("worker*/trial_*/summary.json")} == {"worker0", "worker1"}
+    params = [tuple(sorted(t.params.items())) for t in counted]
+    assert len(set(params)) == len(params)  # the workers' samplers do not replay each other
 
 
 def test_journal_file_storage(tmp_path):
@@ -277,3 +309,22 @@ def test_installed_hydra_optuna_sweeper_is_reported(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "hydra-optuna-sweeper is installed too" in result.stdout + result.stderr
     assert "rlexp's sweeper (hydra_plugins.rlexp_optuna_sweeper.sweeper)" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random", "cmaes", "gp", "qmc", "nsgaii"])
+@pytest.mark.parametrize("pruner", ["median", "successive_halving", "hyperband", "none"])
+def test_every_sampler_and_pruner_builds_seeded(sampler, pruner):
+    from hydra.utils import instantiate
+
+    overrides = [
+        "hparams=search",
+        f"hydra/sweeper/sampler={sampler}",
+        f"hydra/sweeper/pruner={pruner}",
+        "hydra.sweeper.seed=7",
+    ]
+    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    built = instantiate(cfg.hydra.sweeper.sampler)
+    assert isinstance(built, optuna.samplers.BaseSampler)
+    assert cfg.hydra.sweeper.sampler.seed == 7
+    assert isinstance(instantiate(cfg.hydra.sweeper.pruner), optuna.pruners.BasePruner)

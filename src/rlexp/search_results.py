@@ -22,7 +22,6 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 
 from rlexp.saving import atomic_write_text
-from rlexp.search_space import as_override
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +33,11 @@ def _value(text: Any) -> Any:
     return text
 
 
-def trial_command(trial: FrozenTrial, fixed: list[str], seed: int, n_timesteps: int) -> list[str]:
-    """The `rlexp` command that re-runs one trial as a normal training run (same budget and seed)."""
-    kept = [o for o in fixed if not o.lstrip("+~").startswith(("hparams", "hydra.", "hydra/", "n_timesteps="))]
-    params = [as_override(key, value) for key, value in trial.params.items()]
-    return ["rlexp", *kept, f"n_timesteps={n_timesteps}", *params, f"seed={seed + trial.number}"]
+def trial_command(job_overrides: list[str]) -> str:
+    """The `rlexp` command that re-runs a trial as a normal training run: the job's overrides less the
+    search's own (hparams, hydra.*); the search's per-trial budget is kept explicitly."""
+    kept = [o for o in job_overrides if not o.lstrip("+~").startswith(("hparams", "hydra.", "hydra/"))]
+    return shlex.join(["rlexp", *kept])
 
 
 def trial_dir(sweep_dir: Path, number: int) -> Path:
@@ -46,8 +45,10 @@ def trial_dir(sweep_dir: Path, number: int) -> Path:
     return sweep_dir / f"trial_{number:04d}"
 
 
-# where a trial's run is (it may be another sweeper's sweep dir when several share a study)
+# where a trial's run is (it may be another sweeper's sweep dir when several share a study), and the
+# command that re-runs it, both recorded by the sweeper that launched it
 RUN_DIR_ATTR = "rlexp_run_dir"
+COMMAND_ATTR = "rlexp_command"
 # the parts of a run's config that decide how it trains (not where it logs)
 TRAINING_KEYS = ("n_timesteps", "algo", "env", "lr_schedule", "clip_range_schedule", "action_noise")
 
@@ -56,7 +57,7 @@ def tuned_yaml(study: optuna.Study, name: str) -> str:
     """The best trial as a complete `tuned/` file: its run's training config, not only the searched keys,
     so that the values the search started from (e.g. an earlier tuned file's n_envs) come along."""
     best = study.best_trial
-    used = yaml.safe_load((Path(best.user_attrs[RUN_DIR_ATTR]) / "config.yaml").read_text())
+    used = yaml.safe_load((Path(best.user_attrs[RUN_DIR_ATTR]) / "config.yaml").read_text())  # may raise OSError
     body = {"tuned_file": name, "tuned_env_id": used["env"]["id"], **{k: used[k] for k in TRAINING_KEYS}}
     header = (
         "# @package _global_\n"
@@ -67,11 +68,11 @@ def tuned_yaml(study: optuna.Study, name: str) -> str:
     return header + yaml.safe_dump(body, sort_keys=False)
 
 
-def _csv(trials: list[FrozenTrial], fixed: list[str], seed: int, n_timesteps: int) -> str:
+def _csv(trials: list[FrozenTrial]) -> str:
     names = sorted({key for t in trials for key in t.params})
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["number", "state", "value", *names, "seed", "duration_s", "fail_reason", "command"])
+    writer.writerow(["number", "state", "value", *names, "duration_s", "fail_reason", "command"])
     for t in trials:
         duration = t.duration.total_seconds() if t.duration else ""
         writer.writerow(
@@ -80,10 +81,9 @@ def _csv(trials: list[FrozenTrial], fixed: list[str], seed: int, n_timesteps: in
                 t.state.name,
                 "" if t.value is None else t.value,
                 *(t.params.get(n, "") for n in names),
-                seed + t.number,
                 duration,
                 t.user_attrs.get("fail_reason", ""),
-                shlex.join(trial_command(t, fixed, seed, n_timesteps)),
+                t.user_attrs.get(COMMAND_ATTR, ""),
             ]
         )
     return out.getvalue()
@@ -116,11 +116,8 @@ def _plots(study: optuna.Study, directory: Path) -> None:
             plt.close("all")
 
 
-def write_results(
-    study: optuna.Study, sweep_dir: Path, config: DictConfig, fixed: list[str], seed: int, plots: bool
-) -> None:
+def write_results(study: optuna.Study, sweep_dir: Path, config: DictConfig, plots: bool) -> None:
     trials = study.get_trials(deepcopy=False)
-    n_timesteps = int(OmegaConf.select(config, "n_timesteps"))
     counts = {state.name: sum(t.state == state for t in trials) for state in TrialState}
     results: dict[str, Any] = {
         "study_name": study.study_name,
@@ -134,17 +131,21 @@ def write_results(
             "value": best.value,
             "trial": best.number,
             "params": {k: _value(v) for k, v in best.params.items()},
-            "seed": seed + best.number,
-            "command": shlex.join(trial_command(best, fixed, seed, n_timesteps)),
+            "command": best.user_attrs.get(COMMAND_ATTR),
         }
         algo = OmegaConf.select(config, "hydra.runtime.choices.algo")
         env = OmegaConf.select(config, "hydra.runtime.choices.env")
         name = f"{algo}_{env}_search"
-        atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, name))
-        results["tuned_file"] = str(sweep_dir / "tuned" / f"{name}.yaml")
-        results["train_with_it"] = f"rlexp algo={algo} env={env} 'hydra.searchpath=[file://{sweep_dir}]' tuned={name}"
+        try:
+            atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, name))
+            results["tuned_file"] = str(sweep_dir / "tuned" / f"{name}.yaml")
+            results["train_with_it"] = (
+                f"rlexp algo={algo} env={env} 'hydra.searchpath=[file://{sweep_dir}]' tuned={name}"
+            )
+        except (OSError, KeyError) as err:  # the best trial ran where this sweeper cannot read its run dir
+            log.warning("no tuned file: cannot read the best trial's config (%s)", err)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(sweep_dir / "optimization_results.yaml", yaml.safe_dump(results, sort_keys=False))
-    atomic_write_text(sweep_dir / "trials.csv", _csv(trials, fixed, seed, n_timesteps))
+    atomic_write_text(sweep_dir / "trials.csv", _csv(trials))
     if plots:
         _plots(study, sweep_dir / "plots")

@@ -70,11 +70,12 @@ def parse_search_space(
     space: dict[str, BaseDistribution] = {}
     for override in overrides:
         key = override.key_or_group
-        added = override.is_add() or override.is_force_add()
-        if not added and OmegaConf.select(config, key, default=_MISSING) is _MISSING:
+        prefix = "++" if override.is_force_add() else "+" if override.is_add() else ""
+        if not prefix and OmegaConf.select(config, key, default=_MISSING) is _MISSING:
             algo = OmegaConf.select(config, "algo._target_", default="?")
             raise ConfigError(f"hydra.sweeper.params.{key}: no such key in the config (algo {algo})")
-        space[key] = _distribution(override)
+        # the name keeps its prefix: a job adds ++algo.policy_kwargs.net_arch=... to an empty dict
+        space[prefix + key] = _distribution(override)
     return space
 
 

@@ -74,12 +74,18 @@ def reclaim_interrupted_trials(study: optuna.Study) -> int:
     and duplicates nothing.
     """
     reclaimed = 0
+    requeued = {t.user_attrs.get("requeued_from") for t in study.get_trials(deepcopy=False)}
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if _owner_is_dead(trial):
-            optuna.trial.Trial(study, trial._trial_id).set_user_attr(INTERRUPTED_ATTR, True)
+        if not _owner_is_dead(trial):
+            continue
+        try:  # another sweeper resuming at the same moment may have reclaimed it first
+            study._storage.set_trial_user_attr(trial._trial_id, INTERRUPTED_ATTR, True)
             study.tell(trial.number, state=TrialState.FAIL)
-            study.enqueue_trial(trial.params, user_attrs={"requeued_from": trial.number}, skip_if_exists=False)
-            reclaimed += 1
+        except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, ValueError):
+            continue
+        if trial.number not in requeued:
+            study.enqueue_trial(trial.params, user_attrs={"requeued_from": trial.number})
+        reclaimed += 1
     return reclaimed
 
 

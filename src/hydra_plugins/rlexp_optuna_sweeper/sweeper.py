@@ -10,20 +10,23 @@ import importlib.util
 import logging
 import math
 import warnings
+import zlib
 from pathlib import Path
 from typing import Any
 
 import optuna
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.plugins import Plugins
+from hydra.core.utils import JobReturn, JobStatus
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
+from hydra.utils import instantiate
 from omegaconf import DictConfig
 from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
 from rlexp.errors import ConfigError
-from rlexp.search_results import RUN_DIR_ATTR, trial_dir, write_results
+from rlexp.search_results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
 from rlexp.search_space import as_override, parse_search_space
 from rlexp.study import (
     ENV_STORAGE,
@@ -128,6 +131,7 @@ class OptunaSweeper(Sweeper):
         if not space:
             raise ConfigError("hydra.sweeper.params is empty: nothing to search (use hparams=search)")
         study = self._open_study()
+        self._reseed_for_existing_trials(study)
         reclaimed = reclaim_interrupted_trials(study)
         if reclaimed:
             log.info("requeued %d trial(s) interrupted by an earlier run of this sweep", reclaimed)
@@ -153,14 +157,31 @@ class OptunaSweeper(Sweeper):
             if not trials:
                 break
             batch = [self._job_overrides(trial, fixed) for trial in trials]
-            returns = self.launcher.launch(batch, initial_job_idx=self.job_idx)
+            for trial, overrides in zip(trials, batch, strict=True):
+                trial.set_user_attr(COMMAND_ATTR, trial_command(overrides))
+            try:
+                returns = self.launcher.launch(batch, initial_job_idx=self.job_idx)
+            except Exception as err:  # e.g. a job's overrides do not compose: its trials fail, the sweep goes on
+                returns = [JobReturn(status=JobStatus.FAILED, _return_value=err) for _ in trials]
             self.job_idx += len(batch)
             for trial, ret in zip(trials, returns, strict=True):
                 self._tell(study, trial, ret)
-            write_results(study, self.sweep_dir, self.config, fixed, self.seed, plots=False)
+            write_results(study, self.sweep_dir, self.config, plots=False)
             self._check_failure_rate(study)
 
-        write_results(study, self.sweep_dir, self.config, fixed, self.seed, plots=self.plots)
+        write_results(study, self.sweep_dir, self.config, plots=self.plots)
+
+    def _reseed_for_existing_trials(self, study: optuna.Study) -> None:
+        """A fixed seed would replay the first sweep's proposals in a resumed study, and two sweepers
+        sharing a study would propose the same startup trials: mix in the study's size and this process.
+        A new study with the default storage keeps the plain seed (a repeatable sweep)."""
+        shared = self.storage_url != f"sqlite:///{self.sweep_dir / 'study.db'}"
+        if not study.trials and not shared:
+            return
+        seed = zlib.crc32(f"{self.seed}:{len(study.trials)}:{owner()}".encode())
+        node = self.config.hydra.sweeper.sampler
+        if "seed" in node:
+            study.sampler = instantiate(node, seed=seed)
 
     def _within_cap(self, study: optuna.Study, trials: list[optuna.Trial]) -> list[optuna.Trial]:
         """Trials past max_total_trials (two sweepers asked at the same moment) are given back.
@@ -183,6 +204,7 @@ class OptunaSweeper(Sweeper):
     def _job_overrides(self, trial: optuna.Trial, fixed: list[str]) -> list[str]:
         return [
             *fixed,
+            f"n_timesteps={self.config.n_timesteps}",  # the per-trial budget, explicit in the re-run command
             *(as_override(key, value) for key, value in trial.params.items()),
             f"seed={self.seed + trial.number}",
             f"hydra.sweep.subdir={trial_dir(Path(), trial.number)}",
@@ -211,7 +233,8 @@ class OptunaSweeper(Sweeper):
     def _check_failure_rate(self, study: optuna.Study) -> None:
         done = finished_trials(study)
         failed = [t for t in done if t.state == TrialState.FAIL]
-        if done and len(failed) / len(done) > self.max_failure_rate:
+        # judged once a few trials finished, so that one early failure does not end the search
+        if len(done) >= max(4, self.n_jobs) and len(failed) / len(done) > self.max_failure_rate:
             reasons = "; ".join(f"trial {t.number}: {t.user_attrs.get('fail_reason', '?')}" for t in failed[-3:])
             raise ConfigError(
                 f"{len(failed)} of {len(done)} trials failed, above hydra.sweeper.max_failure_rate="
