@@ -328,3 +328,25 @@ def test_every_sampler_and_pruner_builds_seeded(sampler, pruner):
     assert isinstance(built, optuna.samplers.BaseSampler)
     assert cfg.hydra.sweeper.sampler.seed == 7
     assert isinstance(instantiate(cfg.hydra.sweeper.pruner), optuna.pruners.BasePruner)
+
+
+def test_robust_selection_retrains_the_top_trials_on_fresh_seeds(tmp_path):
+    robust = [
+        "hydra.sweeper.n_trials=3",
+        "hydra.sweeper.retrain_top_k=2",
+        "hydra.sweeper.retrain_seeds=2",
+        "hydra/sweeper/pruner=none",
+    ]
+    result = rlexp_cli([*SMALL, *robust], cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    sweep = tmp_path / "sweep"
+    report = yaml.safe_load((sweep / "retrain.yaml").read_text())
+    assert len(report["candidates"]) == 2
+    assert all(len(c["values"]) == 2 for c in report["candidates"])
+    best_mean = max(c["mean"] for c in report["candidates"])
+    assert next(c for c in report["candidates"] if c["trial"] == report["winner"])["mean"] == best_mean
+    runs = sorted(p.parent.name for p in (sweep / "retrain").glob("*/summary.json"))
+    assert len(runs) == 4 and all("_seed_100000" in r for r in runs)
+    results = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
+    assert results["best"]["trial"] == report["winner"]
+    assert f"trial {report['winner']}," in (sweep / "tuned" / "ppo_cartpole_search.yaml").read_text()

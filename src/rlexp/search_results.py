@@ -53,16 +53,15 @@ COMMAND_ATTR = "rlexp_command"
 TRAINING_KEYS = ("n_timesteps", "algo", "env", "lr_schedule", "clip_range_schedule", "action_noise")
 
 
-def tuned_yaml(study: optuna.Study, name: str) -> str:
-    """The best trial as a complete `tuned/` file: its run's training config, not only the searched keys,
+def tuned_yaml(study: optuna.Study, name: str, best: FrozenTrial) -> str:
+    """A trial as a complete `tuned/` file: its run's training config, not only the searched keys,
     so that the values the search started from (e.g. an earlier tuned file's n_envs) come along."""
-    best = study.best_trial
     used = yaml.safe_load((Path(best.user_attrs[RUN_DIR_ATTR]) / "config.yaml").read_text())  # may raise OSError
     body = {"tuned_file": name, "tuned_env_id": used["env"]["id"], **{k: used[k] for k in TRAINING_KEYS}}
     header = (
         "# @package _global_\n"
         f"# Found by an rlexp search: study {study.study_name}, trial {best.number}, seed {used['seed']}, "
-        f"value {study.best_value:.6g} ({study.direction.name.lower()}).\n"
+        f"value {best.value:.6g} ({study.direction.name.lower()}).\n"
         f"# Searched: {', '.join(best.params)}.\n"
     )
     return header + yaml.safe_dump(body, sort_keys=False)
@@ -116,7 +115,10 @@ def _plots(study: optuna.Study, directory: Path) -> None:
             plt.close("all")
 
 
-def write_results(study: optuna.Study, sweep_dir: Path, config: DictConfig, plots: bool) -> None:
+def write_results(
+    study: optuna.Study, sweep_dir: Path, config: DictConfig, plots: bool, winner: int | None = None
+) -> None:
+    """``winner``: the trial chosen by robust selection (re-training on fresh seeds), else the best one."""
     trials = study.get_trials(deepcopy=False)
     counts = {state.name: sum(t.state == state for t in trials) for state in TrialState}
     results: dict[str, Any] = {
@@ -126,8 +128,9 @@ def write_results(study: optuna.Study, sweep_dir: Path, config: DictConfig, plot
     }
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     if complete:
-        best = study.best_trial
+        best = study.best_trial if winner is None else study.trials[winner]
         results["best"] = {
+            "chosen_by": "search value" if winner is None else "mean over fresh seeds (retrain.yaml)",
             "value": best.value,
             "trial": best.number,
             "params": {k: _value(v) for k, v in best.params.items()},
@@ -137,7 +140,7 @@ def write_results(study: optuna.Study, sweep_dir: Path, config: DictConfig, plot
         env = OmegaConf.select(config, "hydra.runtime.choices.env")
         name = f"{algo}_{env}_search"
         try:
-            atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, name))
+            atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, name, best))
             results["tuned_file"] = str(sweep_dir / "tuned" / f"{name}.yaml")
             results["train_with_it"] = (
                 f"rlexp algo={algo} env={env} 'hydra.searchpath=[file://{sweep_dir}]' tuned={name}"

@@ -33,6 +33,10 @@ class OptunaSweeperConf:
     params: Dict[str, str] = field(default_factory=dict)
     # write optimization plots (PNG) next to the results
     plots: bool = True
+    # robust selection: after the search, re-train the k best trials with retrain_seeds fresh seeds each
+    # and pick the winner by its mean over them (0: the best single trial wins)
+    retrain_top_k: int = 0
+    retrain_seeds: int = 3
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="optuna_schema", node=OptunaSweeperConf, provider="rlexp")

@@ -14,7 +14,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import optuna
+import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.plugins import Plugins
 from hydra.core.utils import JobReturn, JobStatus
@@ -26,6 +28,7 @@ from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
 from rlexp.errors import ConfigError
+from rlexp.saving import atomic_write_text
 from rlexp.search_results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
 from rlexp.search_space import as_override, parse_search_space
 from rlexp.study import (
@@ -61,6 +64,8 @@ class OptunaSweeper(Sweeper):
         seed: int,
         params: DictConfig,
         plots: bool,
+        retrain_top_k: int = 0,
+        retrain_seeds: int = 3,
     ) -> None:
         self.sampler, self.pruner = sampler, pruner  # built by Hydra from their `_target_` nodes
         self.direction = direction
@@ -72,6 +77,7 @@ class OptunaSweeper(Sweeper):
         self.seed = seed
         self.params: dict[str, str] = {str(k): str(v) for k, v in (params or {}).items()}
         self.plots = plots
+        self.retrain_top_k, self.retrain_seeds = retrain_top_k, retrain_seeds
         self.job_idx = 0
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
@@ -169,7 +175,8 @@ class OptunaSweeper(Sweeper):
             write_results(study, self.sweep_dir, self.config, plots=False)
             self._check_failure_rate(study)
 
-        write_results(study, self.sweep_dir, self.config, plots=self.plots)
+        winner = self._retrain_top_trials(study, fixed) if self.retrain_top_k > 0 else None
+        write_results(study, self.sweep_dir, self.config, plots=self.plots, winner=winner)
 
     def _reseed_for_existing_trials(self, study: optuna.Study) -> None:
         """A fixed seed would replay the first sweep's proposals in a resumed study, and two sweepers
@@ -200,6 +207,59 @@ class OptunaSweeper(Sweeper):
             else:
                 kept.append(trial)
         return kept
+
+    def _retrain_top_trials(self, study: optuna.Study, fixed: list[str]) -> int | None:
+        """Re-trains the best ``retrain_top_k`` trials on ``retrain_seeds`` fresh seeds (the same seeds for
+        every candidate) and returns the number of the trial with the best mean: a single lucky seed
+        does not win. Results go to retrain.yaml; the runs to retrain/."""
+        complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
+        if not complete:
+            return None
+        reverse = self.direction == "maximize"
+        top = sorted(complete, key=lambda t: t.value, reverse=reverse)[: self.retrain_top_k]
+        seeds = [self.seed + 1_000_000 + i for i in range(self.retrain_seeds)]  # never a search trial's seed
+        jobs = [
+            (
+                trial,
+                [
+                    *fixed,
+                    f"n_timesteps={self.config.n_timesteps}",
+                    *(as_override(key, value) for key, value in trial.params.items()),
+                    f"seed={seed}",
+                    f"hydra.sweep.subdir=retrain/trial_{trial.number:04d}_seed_{seed}",
+                ],
+            )
+            for trial in top
+            for seed in seeds
+        ]
+        values: dict[int, list[float]] = {t.number: [] for t in top}
+        for start in range(0, len(jobs), self.n_jobs):
+            chunk = jobs[start : start + self.n_jobs]
+            returns = self.launcher.launch([overrides for _, overrides in chunk], initial_job_idx=self.job_idx)
+            self.job_idx += len(chunk)
+            for (trial, _), ret in zip(chunk, returns, strict=True):
+                ok = ret.status == JobStatus.COMPLETED and ret._return_value is not None
+                values[trial.number].append(float(ret._return_value) if ok else float("nan"))
+        means = {n: float(np.mean(v)) for n, v in values.items()}
+        finite = {n: m for n, m in means.items() if math.isfinite(m)}
+        winner = (max if reverse else min)(finite, key=finite.__getitem__) if finite else None
+        report = {
+            "seeds": seeds,
+            "winner": winner,
+            "candidates": [
+                {
+                    "trial": n,
+                    "search_value": study.trials[n].value,
+                    "values": values[n],
+                    "mean": means[n],
+                    "std": float(np.std(values[n])),
+                }
+                for n in values
+            ],
+        }
+        atomic_write_text(self.sweep_dir / "retrain.yaml", yaml.safe_dump(report, sort_keys=False))
+        log.info("robust selection over %d seeds: trial %s wins with mean %s", len(seeds), winner, means.get(winner))
+        return winner
 
     def _job_overrides(self, trial: optuna.Trial, fixed: list[str]) -> list[str]:
         return [
