@@ -37,3 +37,10 @@ def slow(session: nox.Session) -> None:
 def benchmark(session: nox.Session) -> None:
     _install(session)
     session.run("python", "benchmarks/throughput.py", *session.posargs)
+
+
+@nox.session(name="benchmark-search")
+def benchmark_search(session: nox.Session) -> None:
+    _install(session)
+    session.install("rl_zoo3", "pandas")  # the zoo writes its report with pandas
+    session.run("python", "benchmarks/search_vs_zoo.py", *session.posargs)
