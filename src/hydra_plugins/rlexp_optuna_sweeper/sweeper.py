@@ -219,16 +219,7 @@ class OptunaSweeper(Sweeper):
         top = sorted(complete, key=lambda t: t.value, reverse=reverse)[: self.retrain_top_k]
         seeds = [self.seed + 1_000_000 + i for i in range(self.retrain_seeds)]  # never a search trial's seed
         jobs = [
-            (
-                trial,
-                [
-                    *fixed,
-                    f"n_timesteps={self.config.n_timesteps}",
-                    *(as_override(key, value) for key, value in trial.params.items()),
-                    f"seed={seed}",
-                    f"hydra.sweep.subdir=retrain/trial_{trial.number:04d}_seed_{seed}",
-                ],
-            )
+            (trial, self._run_overrides(trial, fixed, seed, f"retrain/trial_{trial.number:04d}_seed_{seed}"))
             for trial in top
             for seed in seeds
         ]
@@ -261,13 +252,20 @@ class OptunaSweeper(Sweeper):
         log.info("robust selection over %d seeds: trial %s wins with mean %s", len(seeds), winner, means.get(winner))
         return winner
 
-    def _job_overrides(self, trial: optuna.Trial, fixed: list[str]) -> list[str]:
+    def _run_overrides(self, trial: Any, fixed: list[str], seed: int, subdir: str) -> list[str]:
+        """A normal run with the trial's parameters (the per-trial budget explicit for re-run commands)."""
         return [
             *fixed,
-            f"n_timesteps={self.config.n_timesteps}",  # the per-trial budget, explicit in the re-run command
+            f"n_timesteps={self.config.n_timesteps}",
             *(as_override(key, value) for key, value in trial.params.items()),
-            f"seed={self.seed + trial.number}",
-            f"hydra.sweep.subdir={trial_dir(Path(), trial.number)}",
+            f"seed={seed}",
+            f"hydra.sweep.subdir={subdir}",
+        ]
+
+    def _job_overrides(self, trial: optuna.Trial, fixed: list[str]) -> list[str]:
+        """The trial's run, connected to its live trial in the study (for reports and pruning)."""
+        return [
+            *self._run_overrides(trial, fixed, self.seed + trial.number, str(trial_dir(Path(), trial.number))),
             f"++hydra.job.env_set.{ENV_STORAGE}='{self.storage_url}'",
             f"++hydra.job.env_set.{ENV_STUDY}='{self.study_name}'",
             f"++hydra.job.env_set.{ENV_TRIAL}={trial._trial_id}",
