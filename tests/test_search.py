@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import optuna
 import pytest
 import yaml
@@ -350,3 +351,38 @@ def test_robust_selection_retrains_the_top_trials_on_fresh_seeds(tmp_path):
     results = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
     assert results["best"]["trial"] == report["winner"]
     assert f"trial {report['winner']}," in (sweep / "tuned" / "ppo_cartpole_search.yaml").read_text()
+
+
+def test_several_seeds_per_trial_objective_is_their_mean(tmp_path):
+    """Each trial trains seeds seed + k*2 and + 1 one after another; its value is the mean of their final
+    evals; intermediate values continue across the seeds (4 evaluations each, so steps 1..8)."""
+    args = [*SMALL, "hydra.sweeper.n_trials=2", "hydra.sweeper.seeds_per_trial=2", "hydra/sweeper/pruner=none"]
+    result = rlexp_cli(args, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = _study(tmp_path)
+    sweep = tmp_path / "sweep"
+    rows = {int(r["number"]): r for r in csv.DictReader((sweep / "trials.csv").open())}
+    for t in study.trials:
+        assert t.state == TrialState.COMPLETE
+        seeds = [2 * t.number, 2 * t.number + 1]  # never shared between trials
+        summaries = [
+            json.loads((sweep / f"trial_{t.number:04d}" / f"seed_{s}" / "summary.json").read_text()) for s in seeds
+        ]
+        finals = [s["final_eval"]["mean"] for s in summaries]
+        assert [s["seed"] for s in summaries] == seeds
+        assert t.value == pytest.approx(sum(finals) / 2)
+        assert sorted(t.intermediate_values) == list(range(1, 9))
+        # the second seed reports running means over both seeds
+        evals = [
+            np.load(sweep / f"trial_{t.number:04d}" / f"seed_{s}" / "evaluations.npz")["results"].mean(axis=1)
+            for s in seeds
+        ]
+        assert t.intermediate_values[1] == pytest.approx(evals[0][0])
+        assert t.intermediate_values[8] == pytest.approx((evals[0][3] + evals[1][3]) / 2)
+        # the trial's command re-runs both seeds
+        assert (
+            rows[t.number]["command"].startswith("rlexp -m ")
+            and f"seed={seeds[0]},{seeds[1]}" in rows[t.number]["command"]
+        )
+    tuned = (sweep / "tuned" / "ppo_cartpole_search.yaml").read_text()
+    assert f"seeds {2 * study.best_trial.number}, {2 * study.best_trial.number + 1}" in tuned

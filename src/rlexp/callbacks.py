@@ -45,19 +45,29 @@ class SaveBestCallback(BaseCallback):
 
 class ReportToTrial(BaseCallback):
     """Run by EvalCallback after each evaluation inside a search: reports the mean reward to the
-    Optuna trial and stops training when the pruner says so (the manager then raises TrialPruned)."""
+    Optuna trial and stops training when the pruner says so (the manager then raises TrialPruned).
 
-    def __init__(self, trial: Any) -> None:
+    With several seeds per trial the seeds train one after another; ``earlier`` holds the evaluations
+    of the seeds already done. The i-th evaluation of seed j is reported at step (evaluations before
+    it) + i, as the mean of the i-th evaluations of seeds 0..j: trials are compared at equal effort,
+    a weak trial is pruned on its first seed, and a lucky first seed can still be pruned later.
+    """
+
+    def __init__(self, trial: Any, earlier: list[list[float]] | None = None) -> None:
         super().__init__()
         self.trial = trial
-        self.n_reports = 0
+        self.earlier = earlier or []
+        self.values: list[float] = []
         self.pruned_at: int | None = None
 
     def _on_step(self) -> bool:
         assert isinstance(self.parent, EvalCallback)
-        # the step is the evaluation's index, so that pruners compare trials with different n_envs alike
-        self.n_reports += 1
-        self.trial.report(float(self.parent.last_mean_reward), self.n_reports)
+        self.values.append(float(self.parent.last_mean_reward))
+        i = len(self.values)
+        same_index = [seed[i - 1] for seed in self.earlier if len(seed) >= i] + [self.values[-1]]
+        # the step counts evaluations, so that pruners compare trials with different n_envs alike
+        step = sum(len(seed) for seed in self.earlier) + i
+        self.trial.report(float(np.mean(same_index)), step)
         if self.trial.should_prune():
             self.pruned_at = self.num_timesteps
             return False

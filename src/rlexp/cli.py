@@ -33,12 +33,19 @@ _NOISE = ("object_type=", "To append to your config use", "Set the environment v
 @hydra.main(version_base="1.3", config_path="pkg://rlexp.conf", config_name="config")
 def app(cfg: DictConfig) -> float:
     """Train one agent as configured; returns the final mean evaluation reward (for sweepers)."""
-    from rlexp.manager import run  # torch and SB3 load only when a run starts (fast --help, --cfg)
+    # torch and SB3 load only when a run starts (fast --help, --cfg)
+    from rlexp.manager import run, run_trial
+    from rlexp.study import job_trial
 
     hydra_cfg = HydraConfig.get()
     try:
         command = ["rlexp", *hydra_cfg.overrides.task]
-        return run(cfg, Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices), command)
+        run_dir, choices = Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices)
+        trial = job_trial()  # set when this job is a trial of an rlexp search
+        if trial is None:
+            return run(cfg, run_dir, choices, command)
+        n_seeds = int(hydra_cfg.sweeper.get("seeds_per_trial", 1))
+        return run_trial(cfg, run_dir, choices, command, trial, n_seeds)
     except USER_ERRORS as err:
         # a multirun job re-raises, so that the launcher records the failure and the sweep goes on
         if _FULL_ERROR or hydra_cfg.mode == RunMode.MULTIRUN:

@@ -35,7 +35,6 @@ from rlexp.errors import ConfigError
 from rlexp.model import build_model, find_trained_agent, load_model
 from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
 from rlexp.schema import reject_unknown_keys
-from rlexp.study import job_trial
 from rlexp.summary import now, provenance
 
 log = logging.getLogger(__name__)
@@ -84,10 +83,13 @@ def _failure_status(err: BaseException) -> str:
     return "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
 
 
-def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[str]) -> float:
+def run(
+    cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[str], reporter: ReportToTrial | None = None
+) -> float:
     """Train, save and evaluate one agent; returns the final mean evaluation reward.
 
-    ``choices`` are Hydra's config-group choices, ``command`` the job's command line.
+    ``choices`` are Hydra's config-group choices, ``command`` the job's command line; ``reporter``
+    reports the periodic evaluations to a search's trial.
     """
     validate(cfg)
     if (run_dir / "summary.json").exists():
@@ -117,7 +119,7 @@ def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[s
     }
     atomic_write_json(run_dir / "summary.json", summary)
     try:
-        _train_and_evaluate(cfg, run_dir, summary)
+        _train_and_evaluate(cfg, run_dir, summary, reporter)
     except BaseException as err:
         summary.update(
             status=_failure_status(err),
@@ -136,7 +138,9 @@ def run(cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[s
     return final["mean"]
 
 
-def _train_and_evaluate(cfg: DictConfig, run_dir: Path, summary: dict[str, Any]) -> None:
+def _train_and_evaluate(
+    cfg: DictConfig, run_dir: Path, summary: dict[str, Any], reporter: ReportToTrial | None
+) -> None:
     """Builds, trains, saves and scores the agent, filling ``summary`` as it goes."""
     if cfg.env.check:
         check_env(cfg.env)
@@ -147,8 +151,6 @@ def _train_and_evaluate(cfg: DictConfig, run_dir: Path, summary: dict[str, Any])
         model = load_model(cfg, cfg.trained_agent, train_env)
     eval_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True)
     model.set_logger(configure(str(run_dir / "logs"), list(cfg.logger.formats)))
-    trial = job_trial()  # set when this run is a trial of an rlexp search
-    reporter = ReportToTrial(trial) if trial is not None else None
     callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, after_eval=reporter)
 
     summary["start_step"] = start_step = int(model.num_timesteps)
@@ -163,7 +165,7 @@ def _train_and_evaluate(cfg: DictConfig, run_dir: Path, summary: dict[str, Any])
     finally:
         summary["steps_done"] = int(model.num_timesteps)
     if reporter is not None and reporter.pruned_at is not None:
-        raise optuna.TrialPruned(f"trial {trial.number} pruned at step {reporter.pruned_at}")
+        raise optuna.TrialPruned(f"trial {reporter.trial.number} pruned at step {reporter.pruned_at}")
     train_seconds = time.perf_counter() - started
     save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
 
@@ -190,3 +192,30 @@ def _train_and_evaluate(cfg: DictConfig, run_dir: Path, summary: dict[str, Any])
         },
         best_eval=save_best.best if save_best else None,
     )
+
+
+def run_trial(
+    cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[str], trial: optuna.Trial, n_seeds: int
+) -> float:
+    """One trial of a search: ``n_seeds`` runs with seeds cfg.seed, cfg.seed + 1, ... one after another,
+    each a normal run in ``run_dir/seed_<s>`` (in ``run_dir`` itself for one seed); the objective is
+    the mean of their final evaluations. Pruning may stop the trial during any of them."""
+    if n_seeds < 1:
+        raise ConfigError(f"hydra.sweeper.seeds_per_trial must be >= 1, got {n_seeds}")
+    if n_seeds == 1:
+        return run(cfg, run_dir, choices, command, ReportToTrial(trial))
+    finals: list[float] = []
+    reporters: list[ReportToTrial] = []
+    for seed in range(cfg.seed, cfg.seed + n_seeds):
+        seed_cfg = cfg.copy()
+        seed_cfg.seed = seed
+        seed_command = [arg for arg in command if not arg.startswith("seed=")] + [f"seed={seed}"]
+        reporter = ReportToTrial(trial, earlier=[r.values for r in reporters])
+        finals.append(run(seed_cfg, run_dir / f"seed_{seed}", choices, seed_command, reporter))
+        reporters.append(reporter)
+    mean = float(np.mean(finals))
+    atomic_write_json(
+        run_dir / "trial.json", {"seeds": list(range(cfg.seed, cfg.seed + n_seeds)), "finals": finals, "mean": mean}
+    )
+    print(f"rlexp: trial {trial.number} mean final eval over {n_seeds} seeds: {mean:.2f}")
+    return mean

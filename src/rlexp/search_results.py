@@ -33,11 +33,16 @@ def _value(text: Any) -> Any:
     return text
 
 
-def trial_command(job_overrides: list[str]) -> str:
-    """The `rlexp` command that re-runs a trial as a normal training run: the job's overrides less the
-    search's own (hparams, hydra.*); the search's per-trial budget is kept explicitly."""
+def trial_command(job_overrides: list[str], n_seeds: int = 1) -> str:
+    """The `rlexp` command that re-runs a trial as normal training runs: the job's overrides less the
+    search's own (hparams, hydra.*); the search's per-trial budget is kept explicitly. A trial of
+    several seeds becomes a multirun over them."""
     kept = [o for o in job_overrides if not o.lstrip("+~").startswith(("hparams", "hydra.", "hydra/"))]
-    return shlex.join(["rlexp", *kept])
+    if n_seeds == 1:
+        return shlex.join(["rlexp", *kept])
+    first = int(next(o for o in kept if o.startswith("seed=")).partition("=")[2])
+    kept = [o for o in kept if not o.startswith("seed=")]
+    return shlex.join(["rlexp", "-m", *kept, "seed=" + ",".join(str(s) for s in range(first, first + n_seeds))])
 
 
 def trial_dir(sweep_dir: Path, number: int) -> Path:
@@ -56,11 +61,19 @@ TRAINING_KEYS = ("n_timesteps", "algo", "env", "lr_schedule", "clip_range_schedu
 def tuned_yaml(study: optuna.Study, name: str, best: FrozenTrial) -> str:
     """A trial as a complete `tuned/` file: its run's training config, not only the searched keys,
     so that the values the search started from (e.g. an earlier tuned file's n_envs) come along."""
-    used = yaml.safe_load((Path(best.user_attrs[RUN_DIR_ATTR]) / "config.yaml").read_text())  # may raise OSError
-    body = {"tuned_file": name, "tuned_env_id": used["env"]["id"], **{k: used[k] for k in TRAINING_KEYS}}
+    run_dir = Path(best.user_attrs[RUN_DIR_ATTR])
+    # a trial of several seeds keeps one run per seed in seed_<s>/; their training configs differ only in seed
+    configs = (
+        [run_dir / "config.yaml"] if (run_dir / "config.yaml").is_file() else sorted(run_dir.glob("seed_*/config.yaml"))
+    )
+    used = [yaml.safe_load(path.read_text()) for path in configs]  # may raise OSError
+    if not used:
+        raise OSError(f"no config.yaml in {run_dir}")
+    seeds = ", ".join(str(u["seed"]) for u in used)
+    body = {"tuned_file": name, "tuned_env_id": used[0]["env"]["id"], **{k: used[0][k] for k in TRAINING_KEYS}}
     header = (
         "# @package _global_\n"
-        f"# Found by an rlexp search: study {study.study_name}, trial {best.number}, seed {used['seed']}, "
+        f"# Found by an rlexp search: study {study.study_name}, trial {best.number}, seed{'s' * (len(used) > 1)} {seeds}, "
         f"value {best.value:.6g} ({study.direction.name.lower()}).\n"
         f"# Searched: {', '.join(best.params)}.\n"
     )

@@ -27,8 +27,10 @@ class OptunaSweeperConf:
     max_failure_rate: float = 0.25
     # cap on all trials of the study, across every sweeper process sharing it
     max_total_trials: Optional[int] = None
-    # seeds the sampler; trial k trains with seed + k
+    # seeds the sampler; trial k trains with seeds seed + k * seeds_per_trial + (0 .. seeds_per_trial - 1)
     seed: int = 0
+    # runs per trial, one per seed, trained one after another; the objective is their mean final eval
+    seeds_per_trial: int = 1
     # parameter -> Hydra sweep expression: choice(...), range(...), interval(...), tag(log, interval(...))
     params: Dict[str, str] = field(default_factory=dict)
     # write optimization plots (PNG) next to the results

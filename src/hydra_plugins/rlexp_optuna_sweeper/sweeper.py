@@ -62,6 +62,7 @@ class OptunaSweeper(Sweeper):
         max_failure_rate: float,
         max_total_trials: int | None,
         seed: int,
+        seeds_per_trial: int,
         params: DictConfig,
         plots: bool,
         retrain_top_k: int = 0,
@@ -74,7 +75,7 @@ class OptunaSweeper(Sweeper):
         self.n_trials, self.n_jobs = n_trials, n_jobs
         self.max_failure_rate = max_failure_rate
         self.max_total_trials = max_total_trials
-        self.seed = seed
+        self.seed, self.seeds_per_trial = seed, seeds_per_trial
         self.params: dict[str, str] = {str(k): str(v) for k, v in (params or {}).items()}
         self.plots = plots
         self.retrain_top_k, self.retrain_seeds = retrain_top_k, retrain_seeds
@@ -97,7 +98,12 @@ class OptunaSweeper(Sweeper):
     def _check(self) -> None:
         if self.direction not in ("maximize", "minimize"):
             raise ConfigError(f"hydra.sweeper.direction={self.direction}: choose maximize or minimize")
-        for name, value in (("n_trials", self.n_trials), ("n_jobs", self.n_jobs)):
+        for name, value in (
+            ("n_trials", self.n_trials),
+            ("n_jobs", self.n_jobs),
+            ("seeds_per_trial", self.seeds_per_trial),
+            ("retrain_seeds", self.retrain_seeds),
+        ):
             if value < 1:
                 raise ConfigError(f"hydra.sweeper.{name} must be >= 1, got {value}")
         if not 0.0 <= self.max_failure_rate <= 1.0:
@@ -164,7 +170,7 @@ class OptunaSweeper(Sweeper):
                 break
             batch = [self._job_overrides(trial, fixed) for trial in trials]
             for trial, overrides in zip(trials, batch, strict=True):
-                trial.set_user_attr(COMMAND_ATTR, trial_command(overrides))
+                trial.set_user_attr(COMMAND_ATTR, trial_command(overrides, self.seeds_per_trial))
             try:
                 returns = self.launcher.launch(batch, initial_job_idx=self.job_idx)
             except Exception as err:  # e.g. a job's overrides do not compose: its trials fail, the sweep goes on
@@ -262,10 +268,14 @@ class OptunaSweeper(Sweeper):
             f"hydra.sweep.subdir={subdir}",
         ]
 
+    def _trial_seed(self, number: int) -> int:
+        """The first seed of trial ``number``; its seeds never overlap another trial's."""
+        return self.seed + number * self.seeds_per_trial
+
     def _job_overrides(self, trial: optuna.Trial, fixed: list[str]) -> list[str]:
         """The trial's run, connected to its live trial in the study (for reports and pruning)."""
         return [
-            *self._run_overrides(trial, fixed, self.seed + trial.number, str(trial_dir(Path(), trial.number))),
+            *self._run_overrides(trial, fixed, self._trial_seed(trial.number), str(trial_dir(Path(), trial.number))),
             f"++hydra.job.env_set.{ENV_STORAGE}='{self.storage_url}'",
             f"++hydra.job.env_set.{ENV_STUDY}='{self.study_name}'",
             f"++hydra.job.env_set.{ENV_TRIAL}={trial._trial_id}",
