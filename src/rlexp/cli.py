@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, Interrupted
 from rlexp.schema import register_configs
 
 register_configs()
@@ -74,17 +75,30 @@ def _exit_with(err: BaseException) -> None:
     sys.exit(1)
 
 
+def _stopped(err: Interrupted) -> None:
+    """A run stopped by a signal saved a checkpoint: say how to finish it; exit as the signal would."""
+    if err.checkpoint is not None:
+        command = [*err.command, f"hydra.run.dir={err.checkpoint.parent}"]
+        print(
+            f"rlexp: {err}; checkpoint in {err.checkpoint}; to finish the run: {shlex.join(command)}", file=sys.stderr
+        )
+    sys.exit(128 + err.signum)
+
+
 def main() -> None:
     """Console script: user errors in one line and exit 1; full traceback with HYDRA_FULL_ERROR=1."""
-    if _FULL_ERROR:
-        app()
-        return
-    # Hydra then re-raises composition errors to us instead of printing them over several lines
-    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
-        app()
-    except USER_ERRORS as err:
-        _exit_with(err)
+        if _FULL_ERROR:
+            app()
+            return
+        # Hydra then re-raises composition errors to us instead of printing them over several lines
+        os.environ["HYDRA_FULL_ERROR"] = "1"
+        try:
+            app()
+        except USER_ERRORS as err:
+            _exit_with(err)
+    except Interrupted as err:
+        _stopped(err)
 
 
 if __name__ == "__main__":

@@ -93,10 +93,13 @@ def build_vec_env(
     env_cfg: DictConfig,
     seed: int,
     monitor_dir: Path,
-    for_eval: bool = False,
     normalize_stats: Path | None = None,
+    for_eval: bool = False,
+    append: bool = False,
 ) -> VecEnv:
     """Train env (``for_eval=False``) or eval env with Monitor, wrappers, VecNormalize, frame stack.
+
+    ``append``: the monitor files of a resumed run grow instead of starting over.
 
     The eval env uses but never updates the normalization statistics: they are synced from the
     train env before each evaluation (SB3's EvalCallback and ``sync_envs_normalization``).
@@ -111,6 +114,7 @@ def build_vec_env(
         n_envs=n_envs,
         seed=seed + EVAL_SEED_OFFSET if for_eval else seed,
         monitor_dir=str(monitor_dir),
+        monitor_kwargs={"override_existing": not append},
         wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
         vec_env_cls=VEC_ENV_CLASSES[env_cfg.vec_env.value],
     )

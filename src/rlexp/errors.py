@@ -1,4 +1,10 @@
-"""The one exception type that the command line turns into a one-line error message."""
+"""Exceptions the command line reports in one line: bad config values, and runs stopped by a signal."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
 
 
 class ConfigError(ValueError):
@@ -6,3 +12,24 @@ class ConfigError(ValueError):
 
     The message names the offending key or value (and the valid choices where there are few).
     """
+
+
+class Interrupted(BaseException):
+    """Training stopped on a signal, after writing a resume checkpoint.
+
+    A BaseException, like KeyboardInterrupt, so that a sweep stops instead of recording a failed job.
+    """
+
+    def __init__(self, signum: int, step: int, previous_handler: Any) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name} at step {step}")
+        self.signum, self.step, self.previous_handler = signum, step, previous_handler
+        # set by the manager: where the checkpoint is, and the job's command
+        self.checkpoint: Path | None = None
+        self.command: list[str] = ["rlexp"]
+
+    def forward(self) -> None:
+        """Hands the signal on to the handler that was there before ours (e.g. submitit's, which requeues
+        the SLURM job and exits). Python's default handlers are left out: we stop on our own."""
+        handler = self.previous_handler
+        if callable(handler) and handler is not signal.default_int_handler:
+            handler(self.signum, None)

@@ -11,12 +11,15 @@ Each step lives in its own module; this one only decides the order and writes th
       logs/                                            progress.csv and TensorBoard events
       config.yaml, command.txt, .hydra/                the composed config as used, the command line
       summary.json                                     versions, seed, times, steps, scores
+      resume/                                          the agent of a run stopped by a signal (rlexp.preemption)
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import shlex
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 import optuna
 import torch
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
@@ -31,8 +35,17 @@ from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from rlexp.callbacks import ReportToTrial, build_callbacks
 from rlexp.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, resolve_spec
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, Interrupted
 from rlexp.model import build_model, find_trained_agent, load_model
+from rlexp.preemption import (
+    RESUMABLE,
+    RESUME_DIR,
+    StopOnSignal,
+    continued_logger,
+    restore_evaluations,
+    resume_source,
+    saves_replay_buffer,
+)
 from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
 from rlexp.schema import reject_unknown_keys
 from rlexp.summary import now, provenance
@@ -80,7 +93,43 @@ def validate(cfg: DictConfig) -> None:
 def _failure_status(err: BaseException) -> str:
     if isinstance(err, optuna.TrialPruned):
         return "pruned"
-    return "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+    if isinstance(err, Interrupted):
+        return RESUMABLE
+    return "aborted" if isinstance(err, KeyboardInterrupt) else "failed"
+
+
+def _first_difference(old: Any, new: Any, path: str = "") -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(old.keys() | new.keys(), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in old or key not in new:
+                return where
+            found = _first_difference(old[key], new[key], where)
+            if found:
+                return found
+        return ""
+    return "" if old == new else path
+
+
+def _resumable_run(cfg: DictConfig, run_dir: Path) -> dict[str, Any] | None:
+    """The summary of the run to continue in ``run_dir`` (stopped by a signal, same config), or None
+    for a new run dir; any other run there is refused, so that nothing overwrites it."""
+    if not (run_dir / "summary.json").exists():
+        return None
+    summary = json.loads((run_dir / "summary.json").read_text())
+    if resume_source(run_dir, summary) is None:
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} already holds a run (status {summary.get('status')}); choose a new "
+            f"directory (to continue that agent: trained_agent={run_dir})"
+        )
+    old = yaml.safe_load((run_dir / "config.yaml").read_text())
+    new = OmegaConf.to_container(cfg, resolve=True)
+    if old != new:
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} holds an interrupted run with another config (differs at "
+            f"{_first_difference(old, new) or '?'}); to resume it, re-run its command (command.txt)"
+        )
+    return summary
 
 
 def run(
@@ -92,34 +141,37 @@ def run(
     reports the periodic evaluations to a search's trial.
     """
     validate(cfg)
-    if (run_dir / "summary.json").exists():
-        raise ConfigError(
-            f"hydra.run.dir={run_dir} already holds a run; choose a new directory "
-            f"(to continue that agent: trained_agent={run_dir})"
-        )
+    previous = _resumable_run(cfg, run_dir)
     torch.set_num_threads(cfg.torch_threads)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    atomic_write_text(run_dir / "command.txt", shlex.join(command) + "\n")
-    summary: dict[str, Any] = {
-        "status": "running",
-        "algo": choices.get("algo"),
-        "algo_class": cfg.algo._target_,
-        "env": choices.get("env"),
-        "env_id": cfg.env.id,
-        "tuned_file": cfg.tuned_file,
-        "tuned_env_id": cfg.tuned_env_id,
-        "seed": cfg.seed,
-        "n_timesteps": cfg.n_timesteps,
-        "trained_agent": cfg.trained_agent,
-        "run_dir": str(run_dir.resolve()),
-        "start_time": now(),
-        "command": command,
-        **provenance(),
-    }
+    if previous is None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        atomic_write_text(run_dir / "command.txt", shlex.join(command) + "\n")
+        summary: dict[str, Any] = {
+            "status": "running",
+            "algo": choices.get("algo"),
+            "algo_class": cfg.algo._target_,
+            "env": choices.get("env"),
+            "env_id": cfg.env.id,
+            "tuned_file": cfg.tuned_file,
+            "tuned_env_id": cfg.tuned_env_id,
+            "seed": cfg.seed,
+            "n_timesteps": cfg.n_timesteps,
+            "trained_agent": cfg.trained_agent,
+            "run_dir": str(run_dir.resolve()),
+            "start_time": now(),
+            "command": command,
+            **provenance(),
+        }
+    else:
+        summary = previous
+        summary.pop("error", None)
+        summary.setdefault("resumed", []).append({"step": summary["steps_done"], "time": now()})
+        summary.update(status="running", **provenance())
+        log.info("resuming the interrupted run in %s from step %d", run_dir, summary["steps_done"])
     atomic_write_json(run_dir / "summary.json", summary)
     try:
-        _train_and_evaluate(cfg, run_dir, summary, reporter)
+        _train_and_evaluate(cfg, run_dir, summary, reporter, resume=run_dir / RESUME_DIR if previous else None)
     except BaseException as err:
         summary.update(
             status=_failure_status(err),
@@ -127,9 +179,13 @@ def run(
             end_time=now(),
         )
         atomic_write_json(run_dir / "summary.json", summary)
+        if isinstance(err, Interrupted):
+            err.checkpoint, err.command = run_dir / RESUME_DIR, command
+            err.forward()  # e.g. submitit's handler: requeues the SLURM job, which then resumes here
         raise
     summary.update(status="completed", end_time=now())
     atomic_write_json(run_dir / "summary.json", summary)
+    shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
     final, best = summary["final_eval"], summary["best_eval"]
     print(
         f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
@@ -139,31 +195,68 @@ def run(
 
 
 def _train_and_evaluate(
-    cfg: DictConfig, run_dir: Path, summary: dict[str, Any], reporter: ReportToTrial | None
+    cfg: DictConfig, run_dir: Path, summary: dict[str, Any], reporter: ReportToTrial | None, resume: Path | None
 ) -> None:
-    """Builds, trains, saves and scores the agent, filling ``summary`` as it goes."""
-    if cfg.env.check:
+    """Builds, trains, saves and scores the agent, filling ``summary`` as it goes.
+
+    ``resume``: the checkpoint of this run's interrupted earlier part, to continue from.
+    """
+    if cfg.env.check and resume is None:
         check_env(cfg.env)
-    train_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "train", normalize_stats=_normalize_stats(cfg))
-    if cfg.trained_agent is None:
+    if resume is not None:
+        stats = resume / VECNORMALIZE_FILE
+        normalize_stats = stats if stats.is_file() else None
+    else:
+        normalize_stats = _normalize_stats(cfg)
+    continued = resume is not None  # monitor files and progress.csv grow instead of starting over
+    train_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "train", normalize_stats, append=continued)
+    if resume is not None:
+        model = load_model(cfg, str(resume), train_env)
+        # new episodes and exploration noise, not a replay of the run's first ones
+        model.set_random_seed(cfg.seed + int(model.num_timesteps))
+    elif cfg.trained_agent is None:
         model = build_model(cfg, train_env)
     else:
         model = load_model(cfg, cfg.trained_agent, train_env)
-    eval_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True)
-    model.set_logger(configure(str(run_dir / "logs"), list(cfg.logger.formats)))
+    eval_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True, append=continued)
+    formats = list(cfg.logger.formats)
+    model.set_logger(
+        continued_logger(run_dir / "logs", formats) if continued else configure(str(run_dir / "logs"), formats)
+    )
     callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, after_eval=reporter)
+    stopper = StopOnSignal(run_dir, save_replay_buffer=saves_replay_buffer(model))
+    callbacks.callbacks.append(stopper)
 
-    summary["start_step"] = start_step = int(model.num_timesteps)
+    if resume is None:
+        summary["start_step"] = int(model.num_timesteps)
+        # learn() counts a continued agent's steps on from its own
+        summary["target_steps"] = summary["start_step"] * (cfg.trained_agent is not None) + cfg.n_timesteps
+    elif save_best is not None:
+        restore_evaluations(
+            save_best.parent,
+            run_dir,
+            (model.num_timesteps - summary["start_step"]) // cfg.env.n_envs,
+            summary.get("best_eval"),
+        )
+        if reporter is not None:  # the trial's reports go on from the evaluations already reported
+            reporter.values = [float(np.mean(r)) for r in save_best.parent.evaluations_results]
+    start_step = int(model.num_timesteps)
     started = time.perf_counter()
     try:
         model.learn(
-            total_timesteps=cfg.n_timesteps,
+            total_timesteps=max(summary["target_steps"] - start_step, 0),
             callback=callbacks,
-            reset_num_timesteps=cfg.trained_agent is None,
+            reset_num_timesteps=resume is None and cfg.trained_agent is None,
             progress_bar=cfg.callbacks.progress_bar,
         )
     finally:
         summary["steps_done"] = int(model.num_timesteps)
+    interrupted = stopper.interrupted()
+    if interrupted is not None:
+        summary.update(steps_done=interrupted.step, best_eval=save_best.best if save_best else None)
+        train_env.close()
+        eval_env.close()
+        raise interrupted
     if reporter is not None and reporter.pruned_at is not None:
         raise optuna.TrialPruned(f"trial {reporter.trial.number} pruned at step {reporter.pruned_at}")
     train_seconds = time.perf_counter() - started
@@ -184,6 +277,7 @@ def _train_and_evaluate(
     summary.update(
         train_seconds=round(train_seconds, 2),
         steps_per_second=round((model.num_timesteps - start_step) / train_seconds, 1),
+        steps_done=int(model.num_timesteps),
         final_eval={
             "mean": float(np.mean(rewards)),
             "std": float(np.std(rewards)),

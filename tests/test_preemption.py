@@ -1,0 +1,99 @@
+"""A signal stops a real run with a resume checkpoint; re-running it in its run dir finishes it exactly."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+
+import numpy as np
+import pytest
+from conftest import rlexp_cli
+
+
+def _wait_for_episodes(run_dir, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until the run has logged n training episodes (so its signal handlers are in place)."""
+    monitor = run_dir / "monitor" / "train" / "0.monitor.csv"
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if monitor.is_file() and len(monitor.read_text().splitlines()) >= n + 2:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} episodes in {monitor}: {proc.poll()=}")
+
+
+@pytest.mark.parametrize(
+    ("algo", "extra", "signum"),
+    [
+        ("ppo", ["n_timesteps=40000"], signal.SIGTERM),  # rollouts of 8 envs x 32 steps
+        ("dqn", ["n_timesteps=16000", "algo.learning_starts=500"], signal.SIGUSR2),  # replay buffer
+        ("a2c", ["n_timesteps=30000"], signal.SIGINT),  # Ctrl-C
+    ],
+)
+def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, extra, signum, tmp_path):
+    args = [
+        f"algo={algo}",
+        "env=cartpole",
+        *extra,
+        "logger=csv",
+        "callbacks.eval.n_evaluations=4",
+        "callbacks.eval.n_episodes=2",
+        "callbacks.eval.final_episodes=2",
+    ]
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlexp", *args, "hydra.run.dir=run"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for_episodes(run, 20, proc)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"rlexp: stopped by {signal.Signals(signum).name} at step "), last
+    assert "hydra.run.dir=" in last  # how to finish the run
+
+    stopped = json.loads((run / "summary.json").read_text())
+    assert stopped["status"] == "interrupted"
+    assert 0 < stopped["steps_done"] < stopped["target_steps"]
+    saved = run / "resume"
+    assert zipfile.ZipFile(saved / "model.zip").testzip() is None
+    assert (saved / "replay_buffer.pkl").is_file() == (algo == "dqn")
+    evaluations_before = (
+        list(np.load(run / "evaluations.npz")["timesteps"]) if (run / "evaluations.npz").exists() else []
+    )
+
+    # another config in that run dir is refused and changes nothing
+    other = rlexp_cli([*args, "seed=1", "hydra.run.dir=run"], cwd=tmp_path)
+    assert other.returncode == 1
+    assert "holds an interrupted run with another config (differs at seed)" in other.stderr.strip().splitlines()[-1]
+    assert json.loads((run / "summary.json").read_text()) == stopped
+
+    resumed = rlexp_cli([*args, "hydra.run.dir=run"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert summary["resumed"] == [{"step": stopped["steps_done"], "time": summary["resumed"][0]["time"]}]
+    assert not saved.exists()  # the final agent supersedes the checkpoint
+
+    # the same total as a run never stopped (SB3 rounds up to whole rollouts either way)
+    straight = rlexp_cli([*args, "hydra.run.dir=straight"], cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    expected = json.loads((tmp_path / "straight" / "summary.json").read_text())["steps_done"]
+    assert summary["steps_done"] == expected >= summary["n_timesteps"]
+
+    # one continuous record: evaluations on the same schedule, logs and monitor files grown, not restarted
+    timesteps = list(np.load(run / "evaluations.npz")["timesteps"])
+    assert timesteps[: len(evaluations_before)] == evaluations_before
+    assert timesteps == list(np.load(tmp_path / "straight" / "evaluations.npz")["timesteps"])
+    steps = [int(r["time/total_timesteps"]) for r in csv.DictReader((run / "logs" / "progress.csv").open())]
+    assert steps == sorted(steps) and steps[0] < stopped["steps_done"] < steps[-1]
+    lines = (run / "monitor" / "train" / "0.monitor.csv").read_text().splitlines()
+    assert sum(line.startswith("#") for line in lines) == 1 and lines.count("r,l,t") == 1
