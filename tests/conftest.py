@@ -118,3 +118,36 @@ def postgres_url():
             timeout=120,
         )
         shutil.rmtree(root, ignore_errors=True)
+
+
+INFRA = Path(__file__).parent / "infra"
+
+
+def _slurm_is_up() -> bool:
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return False
+    return ping.returncode == 0 and "is UP" in ping.stdout
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """A real single-node SLURM cluster (Debian's slurm-wlm and munge; slurmdbd with MariaDB, so that
+    sacct works) started by tests/infra/slurm.sh unless one is up; stopped again if this session started it.
+
+    The tests using it share one xdist worker (xdist_group "slurm"): there is one cluster per machine.
+    """
+    started = False
+    if not _slurm_is_up():
+        if os.geteuid() != 0:
+            if os.environ.get("CI"):
+                pytest.fail("SLURM tests need root to start a cluster (.ci/run runs as root)")
+            pytest.skip("needs root to start a SLURM cluster")
+        subprocess.run(["bash", str(INFRA / "slurm.sh"), "start"], check=True, timeout=1200)
+        started = True
+    try:
+        yield
+    finally:
+        if started:
+            subprocess.run(["bash", str(INFRA / "slurm.sh"), "stop"], timeout=300)

@@ -36,6 +36,7 @@ from stable_baselines3.common.vec_env import sync_envs_normalization
 from rlexp.callbacks import ReportToTrial, build_callbacks
 from rlexp.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, resolve_spec
 from rlexp.errors import ConfigError, Interrupted
+from rlexp.launchers import job_threads
 from rlexp.model import build_model, find_trained_agent, load_model
 from rlexp.preemption import (
     RESUMABLE,
@@ -72,8 +73,8 @@ def validate(cfg: DictConfig) -> None:
     resolve_spec(cfg.env.id)
     if cfg.n_timesteps <= 0:
         raise ConfigError(f"n_timesteps must be > 0, got {cfg.n_timesteps}")
-    if cfg.torch_threads < 1:
-        raise ConfigError(f"torch_threads must be >= 1, got {cfg.torch_threads}")
+    if cfg.torch_threads is not None and cfg.torch_threads < 1:
+        raise ConfigError(f"torch_threads must be >= 1 (or null: the job's CPUs), got {cfg.torch_threads}")
     if cfg.callbacks.eval.n_evaluations is not None and not 0 < cfg.callbacks.eval.n_evaluations <= cfg.n_timesteps:
         raise ConfigError(
             f"callbacks.eval.n_evaluations must be in [1, n_timesteps], got {cfg.callbacks.eval.n_evaluations}"
@@ -142,7 +143,8 @@ def run(
     """
     validate(cfg)
     previous = _resumable_run(cfg, run_dir)
-    torch.set_num_threads(cfg.torch_threads)
+    threads = job_threads(cfg.torch_threads)
+    torch.set_num_threads(threads)
     if previous is None:
         run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
@@ -156,6 +158,7 @@ def run(
             "tuned_file": cfg.tuned_file,
             "tuned_env_id": cfg.tuned_env_id,
             "seed": cfg.seed,
+            "torch_threads": threads,
             "n_timesteps": cfg.n_timesteps,
             "trained_agent": cfg.trained_agent,
             "run_dir": str(run_dir.resolve()),
@@ -167,7 +170,7 @@ def run(
         summary = previous
         summary.pop("error", None)
         summary.setdefault("resumed", []).append({"step": summary["steps_done"], "time": now()})
-        summary.update(status="running", **provenance())
+        summary.update(status="running", torch_threads=threads, **provenance())
         log.info("resuming the interrupted run in %s from step %d", run_dir, summary["steps_done"])
     atomic_write_json(run_dir / "summary.json", summary)
     try:

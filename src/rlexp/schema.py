@@ -18,6 +18,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
+from rlexp.launchers import register_launcher_configs
 
 
 # ----------------------------------------------------------------------------------- algorithms
@@ -272,8 +273,9 @@ class ExperimentConfig:
     seed: int = 0
     # auto: the GPU if there is one, except for MLP policies of on-policy algorithms (faster on CPU)
     device: str = "auto"
-    # intra-op threads of torch in this process; 1 is fastest for small MLPs on a busy machine
-    torch_threads: int = 1
+    # intra-op threads of torch in this job; null: the CPUs the job was given (SLURM's cpus_per_task,
+    # its share of the cores under hydra/launcher=local_parallel), else 1 (fastest for small MLPs here)
+    torch_threads: Optional[int] = None
     # run dir or .zip of a trained agent to continue training
     trained_agent: Optional[str] = None
     # parameter -> Hydra sweep expression, read by hydra/sweeper=optuna (search_space/<algo>.yaml)
@@ -289,6 +291,7 @@ def register_configs() -> None:
     cs.store(group="env", name="env_schema", node=EnvConfig)
     cs.store(group="callbacks", name="callbacks_schema", node=CallbacksConfig)
     cs.store(group="logger", name="logger_schema", node=LoggerConfig)
+    register_launcher_configs()
 
 
 def reject_unknown_keys(node: DictConfig, path: str = "") -> None:

@@ -58,10 +58,11 @@ def _rlexp_source_commit() -> dict[str, Any] | None:
 
 
 def provenance() -> dict[str, Any]:
-    """Versions, git state of rlexp's source and of the working directory, host."""
+    """Versions, git state of rlexp's source and of the working directory, host, process and SLURM job."""
     return {
         "versions": package_versions(),
         "git": {"rlexp": _rlexp_source_commit(), "cwd": git_commit(Path.cwd())},
         "host": socket.gethostname(),
         "pid": os.getpid(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
     }

@@ -1,0 +1,164 @@
+"""rlexp on a real single-node SLURM cluster (tests/infra/slurm.sh): multiruns, searches, preemption."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import subprocess
+import sys
+import time
+
+import optuna
+import pytest
+from conftest import rlexp_cli
+from optuna.trial import TrialState
+
+from rlexp.study import open_storage
+
+pytestmark = [pytest.mark.xdist_group("slurm"), pytest.mark.usefixtures("slurm_cluster")]
+
+# one CPU per job so that two jobs share this 2-core node; the cluster's default memory
+ON_SLURM = ["hydra/launcher=slurm_cpu", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=null"]
+QUICK = [
+    "algo=ppo",
+    "env=cartpole",
+    "logger=csv",
+    "callbacks.eval.n_evaluations=2",
+    "callbacks.eval.n_episodes=2",
+    "callbacks.eval.final_episodes=2",
+]
+# a small search (as in test_search.py) whose trials are all pruned at their first report
+SEARCH = [
+    "hparams=search",
+    "algo=ppo",
+    "env=cartpole",
+    "env.n_envs=2",
+    "n_timesteps=1024",
+    "algo.n_steps=choice(32,64)",
+    "algo.batch_size=64",
+    "callbacks.eval.n_evaluations=4",
+    "callbacks.eval.n_episodes=2",
+    "callbacks.eval.final_episodes=2",
+    "hydra/sweeper/pruner=none",
+    "hydra.sweeper.pruner._target_=optuna.pruners.ThresholdPruner",
+    "+hydra.sweeper.pruner.lower=1e9",
+]
+
+
+def _states(job_ids: list[str]) -> dict[str, str]:
+    out = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", ",".join(job_ids)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return dict(line.split("|")[:2] for line in out.splitlines() if line)
+
+
+def test_seed_multirun_runs_as_slurm_jobs_with_complete_run_dirs(tmp_path):
+    args = ["-m", *ON_SLURM, "seed=0,1,2", *QUICK, "n_timesteps=2048", "hydra.sweep.dir=sweep"]
+    result = rlexp_cli(args, cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    job_ids = []
+    for k in range(3):
+        run = tmp_path / "sweep" / str(k)
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["status"] == "completed" and summary["seed"] == k
+        assert summary["steps_done"] >= 2048 and math.isfinite(summary["final_eval"]["mean"])
+        assert summary["torch_threads"] == 1  # SLURM_CPUS_PER_TASK
+        for name in (
+            "model.zip",
+            "best/model.zip",
+            "config.yaml",
+            "command.txt",
+            "evaluations.npz",
+            ".hydra/config.yaml",
+        ):
+            assert (run / name).is_file(), name
+        assert list((run / "monitor" / "train").glob("*.monitor.csv")) and (run / "logs" / "progress.csv").is_file()
+        job_ids.append(summary["slurm_job_id"])
+    assert len(set(job_ids)) == 3
+    assert set(_states(job_ids).values()) == {"COMPLETED"}
+
+
+def test_search_on_slurm_prunes_from_inside_the_jobs(tmp_path):
+    args = ["-m", *SEARCH, *ON_SLURM, "hydra.sweeper.n_jobs=2", "hydra.sweeper.n_trials=2", "hydra.sweep.dir=sweep"]
+    result = rlexp_cli(args, cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    storage = f"sqlite:///{tmp_path / 'sweep' / 'study.db'}"
+    study = optuna.load_study(study_name="ppo-cartpole", storage=storage)
+    assert [t.state for t in study.trials] == [TrialState.PRUNED, TrialState.PRUNED]
+    assert all(t.intermediate_values == {1: t.intermediate_values[1]} for t in study.trials)
+    job_ids = {
+        json.loads((tmp_path / "sweep" / f"trial_{k:04d}" / "summary.json").read_text())["slurm_job_id"] for k in (0, 1)
+    }
+    assert len(job_ids) == 2 and None not in job_ids
+
+
+def test_sweeper_workers_as_an_sbatch_array_share_one_study(tmp_path):
+    """The pattern that scales (README): N sweepers with n_jobs=1, one per array task, one shared study."""
+    journal = tmp_path / "study.log"
+    rlexp = shlex.join(
+        [
+            sys.executable,
+            "-m",
+            "rlexp",
+            "-m",
+            *SEARCH[:-3],  # the median pruner
+            "hydra.sweeper.n_trials=4",
+            "hydra.sweeper.max_total_trials=4",
+            f"hydra.sweeper.storage=journal:///{journal}",
+            "hydra.sweep.dir=sweep",
+        ]
+    )
+    sbatch = ["sbatch", "--wait", "--array=0-1", "--cpus-per-task=1", f"--chdir={tmp_path}", "--output=worker_%a.out"]
+    done = subprocess.run([*sbatch, "--wrap", rlexp], capture_output=True, text=True, timeout=900)
+    logs = "\n".join(p.read_text()[-1500:] for p in sorted(tmp_path.glob("worker_*.out")))
+    assert done.returncode == 0, done.stderr + logs
+    study = optuna.load_study(study_name="ppo-cartpole", storage=open_storage(f"journal:///{journal}"))
+    assert sorted(t.number for t in study.trials) == [0, 1, 2, 3]  # max_total_trials, no duplicates
+    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in study.trials)
+    workers = {
+        json.loads((tmp_path / "sweep" / f"trial_{t.number:04d}" / "summary.json").read_text())["slurm_job_id"]
+        for t in study.trials
+    }
+    assert len(workers) == 2  # both array tasks ran trials
+
+
+def test_preempted_job_checkpoints_requeues_and_finishes_its_steps(tmp_path):
+    """USR2 (what SLURM sends before the time limit, and on preemption with send_user_signal): the job
+    checkpoints, submitit requeues it, and the requeued job resumes to the requested total."""
+    args = ["-m", *ON_SLURM, "seed=0", *QUICK, "n_timesteps=50000", "hydra.sweep.dir=sweep"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlexp", *args],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    run = tmp_path / "sweep" / "0"
+    monitor = run / "monitor" / "train" / "0.monitor.csv"
+    deadline = time.time() + 300
+    while not (monitor.is_file() and len(monitor.read_text().splitlines()) > 30):
+        assert time.time() < deadline and proc.poll() is None, "the job did not start training"
+        time.sleep(0.2)
+    job_id = json.loads((run / "summary.json").read_text())["slurm_job_id"]
+    subprocess.run(["scancel", "--signal=USR2", job_id], check=True)
+    # SLURM holds a requeued job for about two minutes (its begin time); let it start at once
+    deadline = time.time() + 300
+    while (
+        subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True).stdout.strip()
+        != "PENDING"
+    ):
+        assert time.time() < deadline and proc.poll() is None, "the job was not requeued"
+        time.sleep(0.2)
+    subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], check=True)
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out[-3000:]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert len(summary["resumed"]) == 1 and 0 < summary["resumed"][0]["step"] < 50000
+    assert summary["slurm_job_id"] == job_id  # the same job, requeued
+    assert summary["steps_done"] == math.ceil(50000 / 256) * 256  # whole rollouts of 8 envs x 32 steps
+    assert not (run / "resume").exists()
