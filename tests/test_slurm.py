@@ -162,3 +162,81 @@ def test_preempted_job_checkpoints_requeues_and_finishes_its_steps(tmp_path):
     assert summary["slurm_job_id"] == job_id  # the same job, requeued
     assert summary["steps_done"] == math.ceil(50000 / 256) * 256  # whole rollouts of 8 envs x 32 steps
     assert not (run / "resume").exists()
+
+
+def test_sigterm_stops_the_job_with_a_checkpoint_and_resubmitting_resumes(tmp_path):
+    """SIGTERM (SLURM's preemption, or a user's scancel --signal=TERM): no requeue by submitit, so the
+    sweep ends with one line saying how to resume; the same command on the same sweep dir finishes it."""
+    args = ["-m", *ON_SLURM, "seed=0", *QUICK, "n_timesteps=50000", "hydra.sweep.dir=sweep"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    run = tmp_path / "sweep" / "0"
+    monitor = run / "monitor" / "train" / "0.monitor.csv"
+    deadline = time.time() + 300
+    while not (monitor.is_file() and len(monitor.read_text().splitlines()) > 30):
+        assert time.time() < deadline and proc.poll() is None, "the job did not start training"
+        time.sleep(0.2)
+    job_id = json.loads((run / "summary.json").read_text())["slurm_job_id"]
+    subprocess.run(["scancel", "--signal=TERM", job_id], check=True)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"rlexp: error: Job {job_id} ") and "hydra.sweep.dir=" in last and "to resume" in last
+    stopped = json.loads((run / "summary.json").read_text())
+    assert stopped["status"] == "interrupted" and (run / "resume" / "model.zip").is_file()
+
+    again = rlexp_cli(args, cwd=tmp_path, timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["resumed"][0]["step"] == stopped["steps_done"]
+    assert summary["steps_done"] == math.ceil(50000 / 256) * 256
+    assert summary["slurm_job_id"] != job_id  # a new job
+
+
+def test_a_killed_sweeper_job_loses_no_trial(tmp_path):
+    """A sweeper running as a SLURM job is cancelled mid-trial; the same search run again (here, off the
+    cluster) sees that the job is over, requeues its trial and ends with exactly n_trials."""
+    journal = tmp_path / "study.log"
+    search = [
+        "-m",
+        *SEARCH[:-3],
+        "n_timesteps=4096",
+        "hydra/sweeper/pruner=none",
+        "hydra.sweeper.n_trials=3",
+        f"hydra.sweeper.storage=journal:///{journal}",
+        "hydra.sweep.dir=sweep",
+    ]
+    submitted = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--cpus-per-task=1",
+            f"--chdir={tmp_path}",
+            "--output=sweeper.out",
+            "--wrap",
+            shlex.join([sys.executable, "-m", "rlexp", *search]),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    job_id = submitted.stdout.strip().split(";")[0]
+    second = tmp_path / "sweep" / "trial_0001" / "summary.json"
+    deadline = time.time() + 300
+    while not (second.is_file() and json.loads(second.read_text())["status"] == "running"):
+        assert time.time() < deadline, (tmp_path / "sweeper.out").read_text()[-2000:]
+        time.sleep(0.1)
+    subprocess.run(["scancel", job_id], check=True)
+    while _states([job_id]).get(job_id, "RUNNING") in ("RUNNING", "PENDING", "COMPLETING"):
+        time.sleep(0.2)
+
+    result = rlexp_cli(search, cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "requeued 1 trial(s)" in result.stdout + result.stderr
+    study = optuna.load_study(study_name="ppo-cartpole", storage=open_storage(f"journal:///{journal}"))
+    killed = study.trials[1]
+    assert killed.user_attrs.get("rlexp_interrupted") and killed.user_attrs["rlexp_owner"].endswith(f"@slurm:{job_id}")
+    counted = [t for t in study.trials if not t.user_attrs.get("rlexp_interrupted")]
+    assert len(counted) == 3 and all(t.state == TrialState.COMPLETE for t in counted)
+    assert any(t.params == killed.params and t.user_attrs.get("requeued_from") == 1 for t in counted)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -15,14 +16,16 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from hydra_plugins.rlexp_launcher.launcher import LocalParallelLauncher
 from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
 from rlexp.errors import ConfigError, Interrupted
 from rlexp.schema import register_configs
 
 register_configs()
 # Hydra finds plugins by walking the hydra_plugins namespace package, which misses modules that an
-# editable install maps from src/; registering the sweeper here makes both install kinds work.
+# editable install maps from src/; registering rlexp's plugins here makes both install kinds work.
 Plugins.instance().register(OptunaSweeper)
+Plugins.instance().register(LocalParallelLauncher)
 
 # errors caused by what the user typed or configured: reported in one line, without a traceback
 USER_ERRORS = (ConfigError, HydraException, OmegaConfBaseException)
@@ -85,6 +88,20 @@ def _stopped(err: Interrupted) -> None:
     sys.exit(128 + err.signum)
 
 
+def _job_died(err: Exception) -> None:
+    """A submitit job (SLURM or local) ended without a result, e.g. cancelled or stopped by SIGTERM."""
+    text = " ".join(str(err).split("Error stream produced:")[0].split())
+    sweep_dir = re.search(r"with path (\S+)/\.submitit/", text)
+    hint = (
+        f"; a run stopped by a signal kept a checkpoint: re-run the same command with "
+        f"hydra.sweep.dir={sweep_dir.group(1)} to resume it"
+        if sweep_dir
+        else ""
+    )
+    print(f"rlexp: error: {text}{hint}", file=sys.stderr)
+    sys.exit(1)
+
+
 def main() -> None:
     """Console script: user errors in one line and exit 1; full traceback with HYDRA_FULL_ERROR=1."""
     try:
@@ -99,6 +116,10 @@ def main() -> None:
             _exit_with(err)
     except Interrupted as err:
         _stopped(err)
+    except Exception as err:
+        if type(err).__name__ != "UncompletedJobError" or _FULL_ERROR:  # submitit's, imported only when used
+            raise
+        _job_died(err)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -50,12 +51,29 @@ def open_storage(url: str, attempts: int = 4) -> BaseStorage:
 
 
 def owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """Who runs a trial: host and pid, and the SLURM job when the sweeper runs inside one."""
+    job = os.environ.get("SLURM_JOB_ID")
+    return f"{socket.gethostname()}:{os.getpid()}" + (f"@slurm:{job}" if job else "")
 
 
-def _owner_is_dead(trial: optuna.trial.FrozenTrial) -> bool:
-    """A RUNNING trial started by a process of this host that no longer exists."""
-    host, _, pid = str(trial.user_attrs.get(OWNER_ATTR, "")).partition(":")
+def _slurm_job_is_over(job: str) -> bool:
+    """The SLURM job no longer runs (finished, cancelled, preempted, or forgotten by slurmctld)."""
+    try:
+        out = subprocess.run(
+            ["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False  # cannot tell: keep the trial
+    if out.returncode != 0:
+        return "Invalid job id" in out.stderr
+    return out.stdout.strip() not in _SLURM_ALIVE
+
+
+_SLURM_ALIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "STAGE_OUT"}
+
+
+def _process_is_gone(host: str, pid: str) -> bool:
+    """A process of this host that no longer exists (processes of other hosts cannot be checked)."""
     if host != socket.gethostname() or not pid.isdigit():
         return False
     try:
@@ -67,8 +85,23 @@ def _owner_is_dead(trial: optuna.trial.FrozenTrial) -> bool:
     return False
 
 
+def _owner_is_dead(trial: optuna.trial.FrozenTrial) -> bool:
+    """A RUNNING trial whose sweeper is gone: a process of this host that no longer exists, a SLURM job
+    that ended, or an earlier attempt of this requeued SLURM job."""
+    process, _, job = str(trial.user_attrs.get(OWNER_ATTR, "")).partition("@slurm:")
+    host, _, pid = process.partition(":")
+    if job and job == os.environ.get("SLURM_JOB_ID"):
+        # this job, on another node after a requeue, or on this node in a process that has gone
+        requeued = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0
+        return (requeued and host != socket.gethostname()) or _process_is_gone(host, pid)
+    if job:
+        return _slurm_job_is_over(job)
+    return _process_is_gone(host, pid)
+
+
 def reclaim_interrupted_trials(study: optuna.Study) -> int:
-    """Trials left RUNNING by a killed sweeper on this host: marked FAIL (interrupted) and queued again.
+    """Trials left RUNNING by a killed sweeper (on this host, or in a SLURM job that is over): marked
+    FAIL (interrupted) and queued again.
 
     They do not count towards n_trials, and their parameters run again, so a resumed sweep loses
     and duplicates nothing.

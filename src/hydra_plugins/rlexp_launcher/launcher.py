@@ -1,0 +1,37 @@
+"""`hydra/launcher=local_parallel`: submitit's local launcher with the cores shared out among the jobs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from hydra.core.utils import JobReturn
+from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher
+
+from rlexp.launchers import ENV_JOB_CPUS, usable_cpus
+
+
+class LocalParallelLauncher(LocalLauncher):
+    """Hydra's submitit_local launcher that runs at most ``max_parallel`` jobs at once (default: one
+    per usable core) and gives each an equal share of the cores for its torch threads."""
+
+    def __init__(self, max_parallel: int | None = None, **params: Any) -> None:
+        super().__init__(**params)
+        self.max_parallel = max_parallel or usable_cpus()
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        returns: list[JobReturn] = []
+        for start in range(0, len(job_overrides), self.max_parallel):
+            chunk = job_overrides[start : start + self.max_parallel]
+            # submitit copies this process's environment into each job it starts
+            previous = os.environ.get(ENV_JOB_CPUS)
+            os.environ[ENV_JOB_CPUS] = str(max(1, usable_cpus() // len(chunk)))
+            try:
+                returns.extend(super().launch(chunk, initial_job_idx + start))
+            finally:
+                if previous is None:
+                    os.environ.pop(ENV_JOB_CPUS, None)
+                else:
+                    os.environ[ENV_JOB_CPUS] = previous
+        return returns
