@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from conftest import rlexp_cli
+from conftest import FAST, rlexp_cli
 
 
 def _wait_for_episodes(run_dir, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -31,7 +32,9 @@ def _wait_for_episodes(run_dir, n: int, proc: subprocess.Popen, timeout: float =
     [
         ("ppo", ["n_timesteps=40000"], signal.SIGTERM),  # rollouts of 8 envs x 32 steps
         ("dqn", ["n_timesteps=16000", "algo.learning_starts=500"], signal.SIGUSR2),  # replay buffer
-        ("a2c", ["n_timesteps=30000"], signal.SIGINT),  # Ctrl-C
+        pytest.param("a2c", ["n_timesteps=30000"], signal.SIGINT, marks=pytest.mark.slow),  # Ctrl-C
+        # env workers in their own processes get the signal too (Ctrl-C, SLURM) and must outlive it
+        ("ppo", ["n_timesteps=40000", "env.vec_env=subproc", "env.n_envs=4"], signal.SIGINT),
     ],
 )
 def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, extra, signum, tmp_path):
@@ -82,6 +85,8 @@ def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, e
     assert summary["status"] == "completed"
     assert summary["resumed"] == [{"step": stopped["steps_done"], "time": summary["resumed"][0]["time"]}]
     assert not saved.exists()  # the final agent supersedes the checkpoint
+    if stopped["best_eval"] is not None:  # the best agent of the first part is not forgotten
+        assert summary["best_eval"]["mean"] >= stopped["best_eval"]["mean"]
 
     # the same total as a run never stopped (SB3 rounds up to whole rollouts either way)
     straight = rlexp_cli([*args, "hydra.run.dir=straight"], cwd=tmp_path)
@@ -97,3 +102,53 @@ def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, e
     assert steps == sorted(steps) and steps[0] < stopped["steps_done"] < steps[-1]
     lines = (run / "monitor" / "train" / "0.monitor.csv").read_text().splitlines()
     assert sum(line.startswith("#") for line in lines) == 1 and lines.count("r,l,t") == 1
+
+
+def test_a_killed_run_resumes_from_its_newest_checkpoint(tmp_path):
+    """SIGKILL leaves no time to save: the run's newest periodic checkpoint is the resume point."""
+    args = [
+        "algo=ppo",
+        "env=cartpole",
+        "n_timesteps=30000",
+        "logger=csv",
+        "callbacks=checkpoints",
+        "callbacks.checkpoint.freq=4096",
+        "callbacks.eval.n_evaluations=3",
+        "callbacks.eval.n_episodes=2",
+    ]
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlexp", *args, "hydra.run.dir=run"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 120
+    while len(list((run / "checkpoints").glob("step_*"))) < 2:
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert json.loads((run / "summary.json").read_text())["status"] == "running"
+    newest = max(int(d.name.removeprefix("step_")) for d in (run / "checkpoints").glob("step_*"))
+
+    resumed = rlexp_cli([*args, "hydra.run.dir=run"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["resumed"][0]["step"] == newest
+    assert summary["steps_done"] == math.ceil(30000 / 256) * 256
+    steps = [int(r["time/total_timesteps"]) for r in csv.DictReader((run / "logs" / "progress.csv").open())]
+    assert steps == sorted(set(steps))  # rows the killed part logged past the checkpoint were dropped
+
+
+def test_a_multirun_run_again_keeps_its_completed_runs(tmp_path):
+    args = ["-m", "seed=0,1", *FAST, "hydra.sweep.dir=sweep"]
+    assert rlexp_cli(args, cwd=tmp_path).returncode == 0
+    before = {p: p.read_bytes() for p in (tmp_path / "sweep").rglob("*") if p.is_file() and ".hydra" not in p.parts}
+    again = rlexp_cli(args, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stdout.count("already holds this run, completed") == 2
+    after = {p: p.read_bytes() for p in (tmp_path / "sweep").rglob("*") if p.is_file() and ".hydra" not in p.parts}
+    assert {p: b for p, b in after.items() if p.name != "multirun.yaml"} == {
+        p: b for p, b in before.items() if p.name != "multirun.yaml"
+    }

@@ -166,23 +166,34 @@ def test_preempted_job_checkpoints_requeues_and_finishes_its_steps(tmp_path):
 
 def test_sigterm_stops_the_job_with_a_checkpoint_and_resubmitting_resumes(tmp_path):
     """SIGTERM (SLURM's preemption, or a user's scancel --signal=TERM): no requeue by submitit, so the
-    sweep ends with one line saying how to resume; the same command on the same sweep dir finishes it."""
-    args = ["-m", *ON_SLURM, "seed=0", *QUICK, "n_timesteps=50000", "hydra.sweep.dir=sweep"]
+    sweep ends with one line saying how to resume; the same command on the same sweep dir finishes it
+    and keeps the job that had completed (job 1, a short run)."""
+    args = ["-m", *ON_SLURM, "seed=0", *QUICK, "n_timesteps=50000,2048", "hydra.sweep.dir=sweep"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     run = tmp_path / "sweep" / "0"
     monitor = run / "monitor" / "train" / "0.monitor.csv"
     deadline = time.time() + 300
+    short = tmp_path / "sweep" / "1" / "summary.json"
     while not (monitor.is_file() and len(monitor.read_text().splitlines()) > 30):
         assert time.time() < deadline and proc.poll() is None, "the job did not start training"
         time.sleep(0.2)
+    while not (short.is_file() and json.loads(short.read_text())["status"] == "completed"):
+        assert time.time() < deadline and proc.poll() is None, "the short job did not complete"
+        time.sleep(0.2)
+    short_before = short.read_bytes()
     job_id = json.loads((run / "summary.json").read_text())["slurm_job_id"]
     subprocess.run(["scancel", "--signal=TERM", job_id], check=True)
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 1
     last = err.strip().splitlines()[-1]
-    assert last.startswith(f"rlexp: error: Job {job_id} ") and "hydra.sweep.dir=" in last and "to resume" in last
+    assert (
+        last.startswith("rlexp: error: Job ")
+        and "FAILED" in last
+        and "hydra.sweep.dir=" in last
+        and "resumes it" in last
+    )
     stopped = json.loads((run / "summary.json").read_text())
     assert stopped["status"] == "interrupted" and (run / "resume" / "model.zip").is_file()
 
@@ -192,6 +203,9 @@ def test_sigterm_stops_the_job_with_a_checkpoint_and_resubmitting_resumes(tmp_pa
     assert summary["status"] == "completed" and summary["resumed"][0]["step"] == stopped["steps_done"]
     assert summary["steps_done"] == math.ceil(50000 / 256) * 256
     assert summary["slurm_job_id"] != job_id  # a new job
+    assert short.read_bytes() == short_before  # the completed run was kept, not run again
+    job_logs = "".join(p.read_text() for p in (tmp_path / "sweep" / ".submitit").glob("*/*_log.out"))
+    assert "already holds this run, completed" in job_logs
 
 
 def test_a_killed_sweeper_job_loses_no_trial(tmp_path):

@@ -48,15 +48,18 @@ class ReportToTrial(BaseCallback):
     Optuna trial and stops training when the pruner says so (the manager then raises TrialPruned).
 
     With several seeds per trial the seeds train one after another; ``earlier`` holds the evaluations
-    of the seeds already done. The i-th evaluation of seed j is reported at step (evaluations before
-    it) + i, as the mean of the i-th evaluations of seeds 0..j: trials are compared at equal effort,
-    a weak trial is pruned on its first seed, and a lucky first seed can still be pruned later.
+    of the seeds already done, and each seed reports ``per_seed`` evaluations (the configured count;
+    a rollout overshooting the budget may add one, which is not reported). The i-th evaluation of
+    seed j is reported at step j * per_seed + i, as the mean of the i-th evaluations of seeds 0..j:
+    trials are compared at equal effort, a weak trial is pruned on its first seed, and a lucky first
+    seed can still be pruned later.
     """
 
-    def __init__(self, trial: Any, earlier: list[list[float]] | None = None) -> None:
+    def __init__(self, trial: Any, earlier: list[list[float]] | None = None, per_seed: int | None = None) -> None:
         super().__init__()
         self.trial = trial
         self.earlier = earlier or []
+        self.per_seed = per_seed
         self.values: list[float] = []
         self.pruned_at: int | None = None
 
@@ -64,9 +67,12 @@ class ReportToTrial(BaseCallback):
         assert isinstance(self.parent, EvalCallback)
         self.values.append(float(self.parent.last_mean_reward))
         i = len(self.values)
+        if self.earlier and self.per_seed is not None and i > self.per_seed:
+            return True
         same_index = [seed[i - 1] for seed in self.earlier if len(seed) >= i] + [self.values[-1]]
         # the step counts evaluations, so that pruners compare trials with different n_envs alike
-        step = sum(len(seed) for seed in self.earlier) + i
+        offset = len(self.earlier) * self.per_seed if self.per_seed else sum(len(seed) for seed in self.earlier)
+        step = offset + i
         self.trial.report(float(np.mean(same_index)), step)
         if self.trial.should_prune():
             self.pruned_at = self.num_timesteps

@@ -46,10 +46,20 @@ def app(cfg: DictConfig) -> float:
         command = ["rlexp", *hydra_cfg.overrides.task]
         run_dir, choices = Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices)
         trial = job_trial()  # set when this job is a trial of an rlexp search
+        multirun = hydra_cfg.mode == RunMode.MULTIRUN
         if trial is None:
-            return run(cfg, run_dir, choices, command)
+            # a multirun run again (e.g. resubmitted to SLURM) keeps the runs it completed
+            return run(cfg, run_dir, choices, command, keep_completed=multirun)
         n_seeds = int(hydra_cfg.sweeper.get("seeds_per_trial", 1))
         return run_trial(cfg, run_dir, choices, command, trial, n_seeds)
+    except Interrupted as err:
+        if hydra_cfg.mode == RunMode.MULTIRUN:
+            err.hint = (
+                "re-run the same command to continue the search (the stopped trial runs again)"
+                if os.environ.get("RLEXP_OPTUNA_TRIAL_ID")
+                else f"to finish the multirun, re-run the same command with hydra.sweep.dir={hydra_cfg.sweep.dir}"
+            )
+        raise
     except USER_ERRORS as err:
         # a multirun job re-raises, so that the launcher records the failure and the sweep goes on
         if _FULL_ERROR or hydra_cfg.mode == RunMode.MULTIRUN:
@@ -93,8 +103,8 @@ def _job_died(err: Exception) -> None:
     text = " ".join(str(err).split("Error stream produced:")[0].split())
     sweep_dir = re.search(r"with path (\S+)/\.submitit/", text)
     hint = (
-        f"; a run stopped by a signal kept a checkpoint: re-run the same command with "
-        f"hydra.sweep.dir={sweep_dir.group(1)} to resume it"
+        f"; if it was stopped by a signal, its run dir kept a checkpoint: re-running the same command "
+        f"with hydra.sweep.dir={sweep_dir.group(1)} resumes it (and keeps the runs that completed)"
         if sweep_dir
         else ""
     )

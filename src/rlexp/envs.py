@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
+import signal
 from pathlib import Path
 from typing import Any, Callable
 
@@ -70,6 +72,22 @@ def _env_kwargs(env_cfg: DictConfig, for_eval: bool) -> dict[str, Any]:
     return kwargs
 
 
+class _IgnoringStopSignals:
+    """Env constructor for SubprocVecEnv workers. Ctrl-C and SLURM's signals reach every process of the
+    job; the workers ignore them so that the main process can finish its rollout and save a checkpoint
+    (rlexp.preemption), then close them."""
+
+    def __init__(self, make: Callable[..., gym.Env]) -> None:
+        self.make = make
+        self.main_pid = os.getpid()
+
+    def __call__(self, **kwargs: Any) -> gym.Env:
+        if os.getpid() != self.main_pid:
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+                signal.signal(sig, signal.SIG_IGN)
+        return self.make(**kwargs)
+
+
 def make_env_fn(env_cfg: DictConfig, for_eval: bool = False) -> Callable[[], gym.Env]:
     """A picklable zero-argument constructor of one raw env (before Monitor and wrappers)."""
     spec = resolve_spec(env_cfg.id)
@@ -109,8 +127,10 @@ def build_vec_env(
     if n_envs < 1:
         raise ConfigError(f"env.n_envs must be >= 1, got {n_envs}")
     monitor_dir.mkdir(parents=True, exist_ok=True)
+    make = make_env_fn(env_cfg, for_eval)
+    subproc = VEC_ENV_CLASSES[env_cfg.vec_env.value] is SubprocVecEnv
     venv = make_vec_env(
-        make_env_fn(env_cfg, for_eval),
+        _IgnoringStopSignals(make) if subproc else make,
         n_envs=n_envs,
         seed=seed + EVAL_SEED_OFFSET if for_eval else seed,
         monitor_dir=str(monitor_dir),

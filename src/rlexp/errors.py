@@ -26,6 +26,8 @@ class Interrupted(BaseException):
         # set by the manager: where the checkpoint is, and the job's command
         self.checkpoint: Path | None = None
         self.command: list[str] = ["rlexp"]
+        # set by the command line: how to go on, when not by re-running the job in its run dir
+        self.hint: str | None = None
 
     def forward(self) -> None:
         """Hands the signal on to the handler that was there before ours (e.g. submitit's, which requeues

@@ -23,11 +23,12 @@ def usable_cpus() -> int:
 
 
 def job_threads(torch_threads: int | None) -> int:
-    """``torch_threads`` if set; else the CPUs this job was given (SLURM's --cpus-per-task, or its share
-    of the cores under hydra/launcher=local_parallel); else 1."""
+    """``torch_threads`` if set; else the CPUs this job was given (its share of the cores under
+    hydra/launcher=local_parallel, which may itself run inside a SLURM allocation; SLURM's
+    --cpus-per-task); else 1."""
     if torch_threads is not None:
         return torch_threads
-    for var in ("SLURM_CPUS_PER_TASK", ENV_JOB_CPUS):
+    for var in (ENV_JOB_CPUS, "SLURM_CPUS_PER_TASK"):
         if os.environ.get(var, "").isdigit() and int(os.environ[var]) > 0:
             return int(os.environ[var])
     return 1

@@ -31,7 +31,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
-from stable_baselines3.common.vec_env import sync_envs_normalization
+from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
 from rlexp.callbacks import ReportToTrial, build_callbacks
 from rlexp.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, resolve_spec
@@ -41,10 +41,11 @@ from rlexp.model import build_model, find_trained_agent, load_model
 from rlexp.preemption import (
     RESUMABLE,
     RESUME_DIR,
+    ResumePoint,
     StopOnSignal,
     continued_logger,
     restore_evaluations,
-    resume_source,
+    resume_point,
     saves_replay_buffer,
 )
 from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
@@ -112,37 +113,56 @@ def _first_difference(old: Any, new: Any, path: str = "") -> str:
     return "" if old == new else path
 
 
-def _resumable_run(cfg: DictConfig, run_dir: Path) -> dict[str, Any] | None:
-    """The summary of the run to continue in ``run_dir`` (stopped by a signal, same config), or None
-    for a new run dir; any other run there is refused, so that nothing overwrites it."""
+def _resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], ResumePoint] | None:
+    """The summary of the run to continue in ``run_dir`` (stopped by a signal, or its process died; same
+    config) and where to continue it from; None for a new run dir. Any other run there is refused, so
+    that nothing overwrites it."""
     if not (run_dir / "summary.json").exists():
         return None
     summary = json.loads((run_dir / "summary.json").read_text())
-    if resume_source(run_dir, summary) is None:
+    point = resume_point(run_dir, summary)
+    if point is None:
         raise ConfigError(
             f"hydra.run.dir={run_dir} already holds a run (status {summary.get('status')}); choose a new "
             f"directory (to continue that agent: trained_agent={run_dir})"
         )
-    old = yaml.safe_load((run_dir / "config.yaml").read_text())
-    new = OmegaConf.to_container(cfg, resolve=True)
-    if old != new:
+    differs = _config_difference(cfg, run_dir)
+    if differs:
         raise ConfigError(
             f"hydra.run.dir={run_dir} holds an interrupted run with another config (differs at "
-            f"{_first_difference(old, new) or '?'}); to resume it, re-run its command (command.txt)"
+            f"{differs}); to resume it, re-run its command (command.txt)"
         )
-    return summary
+    return summary, point
+
+
+def _config_difference(cfg: DictConfig, run_dir: Path) -> str:
+    """The first key where ``cfg`` differs from the config of the run in ``run_dir`` ('' if none)."""
+    old = yaml.safe_load((run_dir / "config.yaml").read_text())
+    new = OmegaConf.to_container(cfg, resolve=True)
+    return "" if old == new else _first_difference(old, new) or "?"
 
 
 def run(
-    cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[str], reporter: ReportToTrial | None = None
+    cfg: DictConfig,
+    run_dir: Path,
+    choices: dict[str, Any],
+    command: list[str],
+    reporter: ReportToTrial | None = None,
+    keep_completed: bool = False,
 ) -> float:
     """Train, save and evaluate one agent; returns the final mean evaluation reward.
 
     ``choices`` are Hydra's config-group choices, ``command`` the job's command line; ``reporter``
-    reports the periodic evaluations to a search's trial.
+    reports the periodic evaluations to a search's trial. ``keep_completed``: a run dir that already
+    holds this run, completed, is kept and its score returned (a multirun run again).
     """
     validate(cfg)
+    done = _completed_run(run_dir)
+    if keep_completed and done is not None and not _config_difference(cfg, run_dir):
+        print(f"rlexp: {run_dir} already holds this run, completed (final eval {done['final_eval']['mean']:.2f})")
+        return float(done["final_eval"]["mean"])
     previous = _resumable_run(cfg, run_dir)
+    resume = previous[1] if previous else None
     threads = job_threads(cfg.torch_threads)
     torch.set_num_threads(threads)
     if previous is None:
@@ -167,14 +187,16 @@ def run(
             **provenance(),
         }
     else:
-        summary = previous
+        summary = previous[0]
         summary.pop("error", None)
-        summary.setdefault("resumed", []).append({"step": summary["steps_done"], "time": now()})
+        summary.setdefault("resumed", []).append({"step": resume.step, "time": now()})
         summary.update(status="running", torch_threads=threads, **provenance())
-        log.info("resuming the interrupted run in %s from step %d", run_dir, summary["steps_done"])
+        log.info("resuming the run in %s from step %d (%s)", run_dir, resume.step, resume.path.name)
     atomic_write_json(run_dir / "summary.json", summary)
+    stopper = StopOnSignal(run_dir)
+    stopper.install()
     try:
-        _train_and_evaluate(cfg, run_dir, summary, reporter, resume=run_dir / RESUME_DIR if previous else None)
+        _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
     except BaseException as err:
         summary.update(
             status=_failure_status(err),
@@ -186,6 +208,8 @@ def run(
             err.checkpoint, err.command = run_dir / RESUME_DIR, command
             err.forward()  # e.g. submitit's handler: requeues the SLURM job, which then resumes here
         raise
+    finally:
+        stopper.restore()
     summary.update(status="completed", end_time=now())
     atomic_write_json(run_dir / "summary.json", summary)
     shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
@@ -198,51 +222,75 @@ def run(
 
 
 def _train_and_evaluate(
-    cfg: DictConfig, run_dir: Path, summary: dict[str, Any], reporter: ReportToTrial | None, resume: Path | None
+    cfg: DictConfig,
+    run_dir: Path,
+    summary: dict[str, Any],
+    reporter: ReportToTrial | None,
+    resume: ResumePoint | None,
+    stopper: StopOnSignal,
 ) -> None:
     """Builds, trains, saves and scores the agent, filling ``summary`` as it goes.
 
-    ``resume``: the checkpoint of this run's interrupted earlier part, to continue from.
+    ``resume``: the saved agent of this run's earlier part, to continue from.
     """
     if cfg.env.check and resume is None:
         check_env(cfg.env)
     if resume is not None:
-        stats = resume / VECNORMALIZE_FILE
+        stats = resume.path / VECNORMALIZE_FILE
         normalize_stats = stats if stats.is_file() else None
     else:
         normalize_stats = _normalize_stats(cfg)
-    continued = resume is not None  # monitor files and progress.csv grow instead of starting over
+    continued = resume is not None  # monitor files and logs grow instead of starting over
     train_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "train", normalize_stats, append=continued)
+    eval_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True, append=continued)
+    try:
+        _learn_and_score(cfg, run_dir, summary, reporter, resume, stopper, train_env, eval_env)
+    finally:  # also stops SubprocVecEnv workers, which ignore the stop signals
+        train_env.close()
+        eval_env.close()
+
+
+def _learn_and_score(
+    cfg: DictConfig,
+    run_dir: Path,
+    summary: dict[str, Any],
+    reporter: ReportToTrial | None,
+    resume: ResumePoint | None,
+    stopper: StopOnSignal,
+    train_env: VecEnv,
+    eval_env: VecEnv,
+) -> None:
     if resume is not None:
-        model = load_model(cfg, str(resume), train_env)
+        model = load_model(cfg, str(resume.path), train_env)
         # new episodes and exploration noise, not a replay of the run's first ones
         model.set_random_seed(cfg.seed + int(model.num_timesteps))
     elif cfg.trained_agent is None:
         model = build_model(cfg, train_env)
     else:
         model = load_model(cfg, cfg.trained_agent, train_env)
-    eval_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True, append=continued)
     formats = list(cfg.logger.formats)
-    model.set_logger(
-        continued_logger(run_dir / "logs", formats) if continued else configure(str(run_dir / "logs"), formats)
-    )
+    if resume is not None:
+        model.set_logger(continued_logger(run_dir / "logs", formats, resume.step))
+    else:
+        model.set_logger(configure(str(run_dir / "logs"), formats))
     callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, after_eval=reporter)
-    stopper = StopOnSignal(run_dir, save_replay_buffer=saves_replay_buffer(model))
-    callbacks.callbacks.append(stopper)
+    stopper.save_replay_buffer = saves_replay_buffer(model)
+    callbacks.callbacks.insert(0, stopper)
 
     if resume is None:
         summary["start_step"] = int(model.num_timesteps)
         # learn() counts a continued agent's steps on from its own
         summary["target_steps"] = summary["start_step"] * (cfg.trained_agent is not None) + cfg.n_timesteps
+        atomic_write_json(run_dir / "summary.json", summary)  # a run killed from here on can be resumed
     elif save_best is not None:
-        restore_evaluations(
-            save_best.parent,
-            run_dir,
-            (model.num_timesteps - summary["start_step"]) // cfg.env.n_envs,
-            summary.get("best_eval"),
-        )
+        eval_cb = save_best.parent
+        n_calls = (model.num_timesteps - summary["start_step"]) // cfg.env.n_envs
+        restore_evaluations(eval_cb, run_dir, n_calls, upto_step=resume.step)
+        save_best.best = summary.get("best_eval")  # best/ holds it; a worse agent must not replace it
+        if save_best.best is not None:
+            eval_cb.best_mean_reward = float(save_best.best["mean"])
         if reporter is not None:  # the trial's reports go on from the evaluations already reported
-            reporter.values = [float(np.mean(r)) for r in save_best.parent.evaluations_results]
+            reporter.values = [float(np.mean(r)) for r in eval_cb.evaluations_results]
     start_step = int(model.num_timesteps)
     started = time.perf_counter()
     try:
@@ -257,8 +305,6 @@ def _train_and_evaluate(
     interrupted = stopper.interrupted()
     if interrupted is not None:
         summary.update(steps_done=interrupted.step, best_eval=save_best.best if save_best else None)
-        train_env.close()
-        eval_env.close()
         raise interrupted
     if reporter is not None and reporter.pruned_at is not None:
         raise optuna.TrialPruned(f"trial {reporter.trial.number} pruned at step {reporter.pruned_at}")
@@ -275,8 +321,6 @@ def _train_and_evaluate(
         deterministic=cfg.callbacks.eval.deterministic,
         return_episode_rewards=True,
     )
-    train_env.close()
-    eval_env.close()
     summary.update(
         train_seconds=round(train_seconds, 2),
         steps_per_second=round((model.num_timesteps - start_step) / train_seconds, 1),
@@ -291,28 +335,42 @@ def _train_and_evaluate(
     )
 
 
+def _completed_run(run_dir: Path) -> dict[str, Any] | None:
+    summary = run_dir / "summary.json"
+    if summary.is_file() and (done := json.loads(summary.read_text()))["status"] == "completed":
+        return done
+    return None
+
+
 def run_trial(
     cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[str], trial: optuna.Trial, n_seeds: int
 ) -> float:
     """One trial of a search: ``n_seeds`` runs with seeds cfg.seed, cfg.seed + 1, ... one after another,
     each a normal run in ``run_dir/seed_<s>`` (in ``run_dir`` itself for one seed); the objective is
-    the mean of their final evaluations. Pruning may stop the trial during any of them."""
-    if n_seeds < 1:
-        raise ConfigError(f"hydra.sweeper.seeds_per_trial must be >= 1, got {n_seeds}")
+    the mean of their final evaluations. Pruning may stop the trial during any of them. A trial job
+    started again (a requeued SLURM job) keeps the seeds it completed and resumes the one it stopped in."""
     if n_seeds == 1:
         return run(cfg, run_dir, choices, command, ReportToTrial(trial))
+    seeds = list(range(cfg.seed, cfg.seed + n_seeds))
     finals: list[float] = []
     reporters: list[ReportToTrial] = []
-    for seed in range(cfg.seed, cfg.seed + n_seeds):
+    for seed in seeds:
         seed_cfg = cfg.copy()
         seed_cfg.seed = seed
-        seed_command = [arg for arg in command if not arg.startswith("seed=")] + [f"seed={seed}"]
-        reporter = ReportToTrial(trial, earlier=[r.values for r in reporters])
-        finals.append(run(seed_cfg, run_dir / f"seed_{seed}", choices, seed_command, reporter))
+        seed_dir = run_dir / f"seed_{seed}"
+        per_seed = cfg.callbacks.eval.n_evaluations
+        reporter = ReportToTrial(trial, earlier=[r.values for r in reporters], per_seed=per_seed)
+        done = _completed_run(seed_dir)
+        if done is not None:  # its evaluations were reported by the earlier attempt
+            if (seed_dir / "evaluations.npz").is_file():
+                with np.load(seed_dir / "evaluations.npz") as data:
+                    reporter.values = [float(np.mean(r)) for r in data["results"]]
+            finals.append(done["final_eval"]["mean"])
+        else:
+            seed_command = [arg for arg in command if not arg.startswith("seed=")] + [f"seed={seed}"]
+            finals.append(run(seed_cfg, seed_dir, choices, seed_command, reporter))
         reporters.append(reporter)
     mean = float(np.mean(finals))
-    atomic_write_json(
-        run_dir / "trial.json", {"seeds": list(range(cfg.seed, cfg.seed + n_seeds)), "finals": finals, "mean": mean}
-    )
+    atomic_write_json(run_dir / "trial.json", {"seeds": seeds, "finals": finals, "mean": mean})
     print(f"rlexp: trial {trial.number} mean final eval over {n_seeds} seeds: {mean:.2f}")
     return mean

@@ -4,7 +4,8 @@ SLURM sends SIGTERM on preemption and (through submitit's ``--signal``) SIGUSR2 
 limit; a user sends SIGINT (Ctrl-C) or SIGTERM (kill). In each case training stops at the next
 rollout boundary, where the model, its normalization statistics and replay buffer are consistent,
 and a complete agent goes to ``run_dir/resume/``. Re-running the job in that run dir (SLURM's
-requeue does) continues from there to the run's original total step count.
+requeue does) continues from there to the run's original total step count. A run whose process
+died without saving (SIGKILL, node failure) continues from its newest periodic checkpoint.
 """
 
 from __future__ import annotations
@@ -13,16 +14,26 @@ import os
 import signal
 import threading
 import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
-from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output_format
+from stable_baselines3.common.logger import (
+    CSVOutputFormat,
+    HumanOutputFormat,
+    JSONOutputFormat,
+    KVWriter,
+    Logger,
+    make_output_format,
+)
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
+from rlexp.callbacks import CHECKPOINT_DIR
 from rlexp.errors import Interrupted
 from rlexp.saving import save_agent_dir
+from rlexp.summary import run_process_is_gone
 
 RESUME_DIR = "resume"
 RESUMABLE = "interrupted"  # summary.json status of a run stopped by a signal with a resume checkpoint
@@ -35,24 +46,31 @@ def _stop_signals() -> list[signal.Signals]:
 
 
 class StopOnSignal(BaseCallback):
-    """Turns the stop signals into a checkpoint at the next rollout boundary and a clean end of learn().
+    """Catches the stop signals for a whole run (``install``/``restore`` around it) and turns them into
+    a checkpoint at the next rollout boundary and a clean end of learn().
 
-    A second Ctrl-C interrupts at once (without a checkpoint).
+    A signal before training begins stops at the first rollout (a checkpoint of the untrained agent);
+    one after training has ended lets the run finish its final save and evaluation. A second Ctrl-C
+    interrupts at once, without a checkpoint.
     """
 
-    def __init__(self, run_dir: Path, save_replay_buffer: bool) -> None:
+    def __init__(self, run_dir: Path) -> None:
         super().__init__()
         self.run_dir = run_dir
-        self.save_replay_buffer = save_replay_buffer
+        self.save_replay_buffer = False  # set once the model exists (off-policy algorithms)
         self.signum: int | None = None
         self.saved_at: int | None = None
         self._previous: dict[int, Any] = {}
 
-    def _on_training_start(self) -> None:
+    def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return  # Python only lets the main thread handle signals
         for sig in _stop_signals():
             self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
     def _handle(self, signum: int, frame: types.FrameType | None) -> None:
         if self.signum == signal.SIGINT and signum == signal.SIGINT:
@@ -68,10 +86,6 @@ class StopOnSignal(BaseCallback):
     def _on_step(self) -> bool:
         return self.saved_at is None
 
-    def _on_training_end(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
     def interrupted(self) -> Interrupted | None:
         if self.saved_at is None:
             return None
@@ -79,10 +93,31 @@ class StopOnSignal(BaseCallback):
         return Interrupted(self.signum, self.saved_at, self._previous.get(self.signum))
 
 
-def resume_source(run_dir: Path, summary: dict[str, Any]) -> Path | None:
-    """The checkpoint to continue a run dir from, if the run there was stopped by a signal."""
-    model = run_dir / RESUME_DIR / "model.zip"
-    return model.parent if summary.get("status") == RESUMABLE and model.is_file() else None
+@dataclass
+class ResumePoint:
+    """A saved agent of the run to continue from, and the step it was saved at."""
+
+    path: Path
+    step: int
+
+
+def resume_point(run_dir: Path, summary: dict[str, Any]) -> ResumePoint | None:
+    """Where to continue the run in ``run_dir``: the agent saved on a signal; or, when the run's process
+    died without one (SIGKILL, node failure, a job killed after its grace time), the newest of its
+    checkpoints. None when the run is complete, failed, or still running."""
+    resume = run_dir / RESUME_DIR
+    if summary.get("status") == RESUMABLE:
+        return ResumePoint(resume, int(summary["steps_done"])) if (resume / "model.zip").is_file() else None
+    if summary.get("status") != "running" or not run_process_is_gone(summary):
+        return None
+    found = [
+        ResumePoint(d, int(d.name.removeprefix("step_")))
+        for d in (run_dir / CHECKPOINT_DIR).glob("step_*")
+        if (d / "model.zip").is_file()
+    ]
+    if (resume / "model.zip").is_file() and summary.get("resumed"):  # saved before the last resumption
+        found.append(ResumePoint(resume, int(summary["resumed"][-1]["step"])))
+    return max(found, key=lambda point: point.step, default=None)
 
 
 def saves_replay_buffer(model: Any) -> bool:
@@ -90,36 +125,63 @@ def saves_replay_buffer(model: Any) -> bool:
 
 
 class ContinuedCSVOutputFormat(CSVOutputFormat):
-    """SB3's progress.csv writer, appending to the file of the run's earlier part instead of truncating it."""
+    """SB3's progress.csv writer, continuing the file of the run's earlier part instead of truncating it
+    (rows logged after the resume step, by a part that died without a checkpoint there, are dropped)."""
 
-    def __init__(self, filename: str) -> None:
+    def __init__(self, filename: str, upto_step: int) -> None:
         self.file = open(filename, "r+" if os.path.isfile(filename) else "w+")  # noqa: SIM115 (closed by Logger)
-        header = self.file.readline().strip()
-        self.keys = header.split(",") if header else []
+        lines = self.file.readlines()
+        self.keys = lines[0].strip().split(",") if lines else []
+        if "time/total_timesteps" in self.keys:
+            col = self.keys.index("time/total_timesteps")
+            kept = [line for line in lines[1:] if _step_of(line, col) <= upto_step]
+            if len(kept) < len(lines) - 1:
+                self.file.seek(0)
+                self.file.writelines([lines[0], *kept])
+                self.file.truncate()
         self.file.seek(0, os.SEEK_END)
         self.separator, self.quotechar = ",", '"'
 
 
-def continued_logger(folder: Path, formats: list[str]) -> Logger:
-    """A logger for a resumed run: progress.csv grows; TensorBoard adds an events file whose steps
-    continue where the earlier part stopped."""
+def _step_of(line: str, col: int) -> float:
+    try:
+        return float(line.split(",")[col])
+    except (IndexError, ValueError):
+        return 0.0
+
+
+class _AppendingJSONOutputFormat(JSONOutputFormat):
+    def __init__(self, filename: str) -> None:
+        self.file = open(filename, "a")  # noqa: SIM115 (closed by Logger)
+
+
+def continued_logger(folder: Path, formats: list[str], upto_step: int) -> Logger:
+    """A logger for a resumed run: progress.csv, log.txt and progress.json grow; TensorBoard adds an
+    events file whose steps continue where the earlier part stopped."""
     folder.mkdir(parents=True, exist_ok=True)
-    outputs = [
-        ContinuedCSVOutputFormat(str(folder / "progress.csv")) if f == "csv" else make_output_format(f, str(folder))
-        for f in formats
-    ]
+    outputs: list[KVWriter] = []
+    for f in formats:
+        if f == "csv":
+            outputs.append(ContinuedCSVOutputFormat(str(folder / "progress.csv"), upto_step))
+        elif f == "log":
+            outputs.append(HumanOutputFormat(open(folder / "log.txt", "a")))  # noqa: SIM115 (closed by Logger)
+        elif f == "json":
+            outputs.append(_AppendingJSONOutputFormat(str(folder / "progress.json")))
+        else:
+            outputs.append(make_output_format(f, str(folder)))
     return Logger(str(folder), outputs)
 
 
-def restore_evaluations(eval_cb: EvalCallback, run_dir: Path, n_calls: int, best: dict[str, Any] | None) -> None:
-    """Carries the earlier part's evaluations into the resumed EvalCallback: evaluations.npz keeps
-    them, the schedule stays on the same steps, and a worse agent does not replace best/."""
+def restore_evaluations(eval_cb: EvalCallback, run_dir: Path, n_calls: int, upto_step: int) -> None:
+    """Carries the earlier part's evaluations (up to the resume step) into the resumed EvalCallback:
+    evaluations.npz keeps them and the schedule stays on the same steps."""
     npz = run_dir / "evaluations.npz"
     if npz.is_file():
         with np.load(npz) as data:
-            eval_cb.evaluations_timesteps = list(data["timesteps"])
-            eval_cb.evaluations_results = [list(r) for r in data["results"]]
-            eval_cb.evaluations_length = [list(r) for r in data["ep_lengths"]]
+            keep = [i for i, t in enumerate(data["timesteps"]) if t <= upto_step]
+            eval_cb.evaluations_timesteps = [data["timesteps"][i] for i in keep]
+            eval_cb.evaluations_results = [list(data["results"][i]) for i in keep]
+            eval_cb.evaluations_length = [list(data["ep_lengths"][i]) for i in keep]
+            if "successes" in data:
+                eval_cb.evaluations_successes = [list(data["successes"][i]) for i in keep]
     eval_cb.n_calls = n_calls  # env steps / n_envs since the run started: evaluations stay on their steps
-    if best is not None:
-        eval_cb.best_mean_reward = float(best["mean"])

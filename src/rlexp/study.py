@@ -17,6 +17,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from rlexp.errors import ConfigError
+from rlexp.summary import process_is_gone
 
 JOURNAL_PREFIX = "journal:///"
 # how a sweep hands its trial to a job (hydra.job.env_set: per-job values under hydra.sweeper are refused by Hydra 1.4)
@@ -66,23 +67,22 @@ def _slurm_job_is_over(job: str) -> bool:
         return False  # cannot tell: keep the trial
     if out.returncode != 0:
         return "Invalid job id" in out.stderr
-    return out.stdout.strip() not in _SLURM_ALIVE
+    state = out.stdout.strip()
+    return not state or state in _SLURM_OVER
 
 
-_SLURM_ALIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "STAGE_OUT"}
-
-
-def _process_is_gone(host: str, pid: str) -> bool:
-    """A process of this host that no longer exists (processes of other hosts cannot be checked)."""
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+# the states of a job that has ended (any other state, e.g. SIGNALING or REQUEUE_HOLD, counts as alive)
+_SLURM_OVER = {
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "DEADLINE",
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "TIMEOUT",
+}
 
 
 def _owner_is_dead(trial: optuna.trial.FrozenTrial) -> bool:
@@ -93,10 +93,10 @@ def _owner_is_dead(trial: optuna.trial.FrozenTrial) -> bool:
     if job and job == os.environ.get("SLURM_JOB_ID"):
         # this job, on another node after a requeue, or on this node in a process that has gone
         requeued = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0
-        return (requeued and host != socket.gethostname()) or _process_is_gone(host, pid)
+        return (requeued and host != socket.gethostname()) or process_is_gone(host, pid)
     if job:
         return _slurm_job_is_over(job)
-    return _process_is_gone(host, pid)
+    return process_is_gone(host, pid)
 
 
 def reclaim_interrupted_trials(study: optuna.Study) -> int:

@@ -38,6 +38,9 @@ halt() { # halt NAME PIDFILE
 
 start() {
   [[ $(id -u) == 0 ]] || die "run as root"
+  if [[ -s $CONF ]] && ! grep -q "^# written by rlexp's tests/infra/slurm.sh" "$CONF"; then
+    die "$CONF was not written by this script: this machine has a real SLURM setup, which the tests leave alone"
+  fi
   local pkgs=(munge slurmctld slurmd slurm-client slurmdbd mariadb-server) missing=()
   for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
   if ((${#missing[@]})); then
