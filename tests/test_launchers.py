@@ -46,10 +46,10 @@ def test_job_threads_follow_the_cpus_given(monkeypatch):
     monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
     monkeypatch.delenv(ENV_JOB_CPUS, raising=False)
     assert job_threads(None) == 1
-    monkeypatch.setenv(ENV_JOB_CPUS, "2")
-    assert job_threads(None) == 2
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "3")
     assert job_threads(None) == 3
+    monkeypatch.setenv(ENV_JOB_CPUS, "2")  # local_parallel's share, even inside a SLURM allocation
+    assert job_threads(None) == 2
     assert job_threads(4) == 4  # an explicit torch_threads wins
     cfg, _ = compose_cfg([])
     assert cfg.torch_threads is None

@@ -34,7 +34,7 @@ def _wait_for_episodes(run_dir, n: int, proc: subprocess.Popen, timeout: float =
         ("dqn", ["n_timesteps=16000", "algo.learning_starts=500"], signal.SIGUSR2),  # replay buffer
         pytest.param("a2c", ["n_timesteps=30000"], signal.SIGINT, marks=pytest.mark.slow),  # Ctrl-C
         # env workers in their own processes get the signal too (Ctrl-C, SLURM) and must outlive it
-        ("ppo", ["n_timesteps=40000", "env.vec_env=subproc", "env.n_envs=4"], signal.SIGINT),
+        ("ppo", ["n_timesteps=40000", "env.vec_env=subproc", "env.n_envs=4", "env.normalize=true"], signal.SIGINT),
     ],
 )
 def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, extra, signum, tmp_path):
@@ -69,6 +69,7 @@ def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, e
     saved = run / "resume"
     assert zipfile.ZipFile(saved / "model.zip").testzip() is None
     assert (saved / "replay_buffer.pkl").is_file() == (algo == "dqn")
+    assert (saved / "vecnormalize.pkl").is_file() == ("env.normalize=true" in extra)
     evaluations_before = (
         list(np.load(run / "evaluations.npz")["timesteps"]) if (run / "evaluations.npz").exists() else []
     )

@@ -57,7 +57,8 @@ def _states(job_ids: list[str]) -> dict[str, str]:
 
 
 def test_seed_multirun_runs_as_slurm_jobs_with_complete_run_dirs(tmp_path):
-    args = ["-m", *ON_SLURM, "seed=0,1,2", *QUICK, "n_timesteps=2048", "hydra.sweep.dir=sweep"]
+    """The plain plugin launcher (one CPU per job by SLURM's default), as in the issue's command."""
+    args = ["-m", "hydra/launcher=submitit_slurm", "seed=0,1,2", *QUICK, "n_timesteps=2048", "hydra.sweep.dir=sweep"]
     result = rlexp_cli(args, cwd=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     job_ids = []
@@ -66,7 +67,7 @@ def test_seed_multirun_runs_as_slurm_jobs_with_complete_run_dirs(tmp_path):
         summary = json.loads((run / "summary.json").read_text())
         assert summary["status"] == "completed" and summary["seed"] == k
         assert summary["steps_done"] >= 2048 and math.isfinite(summary["final_eval"]["mean"])
-        assert summary["torch_threads"] == 1  # SLURM_CPUS_PER_TASK
+        assert summary["torch_threads"] == 1
         for name in (
             "model.zip",
             "best/model.zip",
@@ -79,15 +80,27 @@ def test_seed_multirun_runs_as_slurm_jobs_with_complete_run_dirs(tmp_path):
         assert list((run / "monitor" / "train").glob("*.monitor.csv")) and (run / "logs" / "progress.csv").is_file()
         job_ids.append(summary["slurm_job_id"])
     assert len(set(job_ids)) == 3
+    deadline = time.time() + 60  # sacct lags a few seconds behind the jobs' results
+    while set(_states(job_ids).values()) != {"COMPLETED"} and time.time() < deadline:
+        time.sleep(0.5)
     assert set(_states(job_ids).values()) == {"COMPLETED"}
 
 
-def test_search_on_slurm_prunes_from_inside_the_jobs(tmp_path):
-    args = ["-m", *SEARCH, *ON_SLURM, "hydra.sweeper.n_jobs=2", "hydra.sweeper.n_trials=2", "hydra.sweep.dir=sweep"]
+def test_search_on_slurm_prunes_from_inside_the_jobs(tmp_path, postgres_url):
+    """Trials as SLURM jobs reporting to a PostgreSQL study; the pruner stops them from inside."""
+    storage = ["hydra.sweeper.storage=" + postgres_url, "hydra.sweeper.study_name=on-slurm"]
+    args = [
+        "-m",
+        *SEARCH,
+        *ON_SLURM,
+        *storage,
+        "hydra.sweeper.n_jobs=2",
+        "hydra.sweeper.n_trials=2",
+        "hydra.sweep.dir=sweep",
+    ]
     result = rlexp_cli(args, cwd=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    storage = f"sqlite:///{tmp_path / 'sweep' / 'study.db'}"
-    study = optuna.load_study(study_name="ppo-cartpole", storage=storage)
+    study = optuna.load_study(study_name="on-slurm", storage=postgres_url)
     assert [t.state for t in study.trials] == [TrialState.PRUNED, TrialState.PRUNED]
     assert all(t.intermediate_values == {1: t.intermediate_values[1]} for t in study.trials)
     job_ids = {
