@@ -25,6 +25,21 @@ FAST = [
     "logger.verbose=0",
 ]
 
+# a search small enough for tests: PPO on CartPole, 2 envs, ~1k steps per trial, quick evaluations
+SMALL_SEARCH = [
+    "hparams=search",
+    "algo=ppo",
+    "env=cartpole",
+    "env.n_envs=2",
+    "n_timesteps=1024",
+    "algo.n_steps=choice(32,64)",
+    "algo.batch_size=64",
+    "algo.n_epochs=choice(1,4)",
+    "callbacks.eval.n_evaluations=4",
+    "callbacks.eval.n_episodes=2",
+    "callbacks.eval.final_episodes=3",
+]
+
 
 def compose_cfg(overrides: list[str]) -> tuple[DictConfig, dict[str, Any]]:
     """The experiment config as `rlexp <overrides>` would compose it, and Hydra's group choices."""

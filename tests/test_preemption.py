@@ -16,6 +16,17 @@ import pytest
 from conftest import FAST, rlexp_cli
 
 
+def _start(tmp_path, args: list[str], stderr: int = subprocess.DEVNULL) -> subprocess.Popen:
+    """`rlexp <args>` in the background, in run dir tmp_path/run."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "rlexp", *args, "hydra.run.dir=run"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+    )
+
+
 def _wait_for_episodes(run_dir, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
     """Until the run has logged n training episodes (so its signal handlers are in place)."""
     monitor = run_dir / "monitor" / "train" / "0.monitor.csv"
@@ -48,13 +59,7 @@ def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, e
         "callbacks.eval.final_episodes=2",
     ]
     run = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlexp", *args, "hydra.run.dir=run"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _start(tmp_path, args, stderr=subprocess.PIPE)
     _wait_for_episodes(run, 20, proc)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
@@ -118,12 +123,7 @@ def test_a_killed_run_resumes_from_its_newest_checkpoint(tmp_path):
         "callbacks.eval.n_episodes=2",
     ]
     run = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlexp", *args, "hydra.run.dir=run"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = _start(tmp_path, args)
     deadline = time.time() + 120
     while len(list((run / "checkpoints").glob("step_*"))) < 2:
         assert time.time() < deadline and proc.poll() is None

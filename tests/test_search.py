@@ -15,28 +15,13 @@ import numpy as np
 import optuna
 import pytest
 import yaml
-from conftest import rlexp_cli
+from conftest import SMALL_SEARCH, rlexp_cli
 from hydra import compose, initialize_config_module
 from optuna.trial import TrialState
 
 from rlexp.search_space import parse_search_space
 
-# a search small enough for tests: 2 envs, ~1k steps per trial, quick evaluations
-SMALL = [
-    "-m",
-    "hparams=search",
-    "algo=ppo",
-    "env=cartpole",
-    "env.n_envs=2",
-    "n_timesteps=1024",
-    "algo.n_steps=choice(32,64)",
-    "algo.batch_size=64",
-    "algo.n_epochs=choice(1,4)",
-    "callbacks.eval.n_evaluations=4",
-    "callbacks.eval.n_episodes=2",
-    "callbacks.eval.final_episodes=3",
-    "hydra.sweep.dir=sweep",
-]
+SMALL = ["-m", *SMALL_SEARCH, "hydra.sweep.dir=sweep"]
 
 
 def _study(tmp_path, name="ppo-cartpole"):

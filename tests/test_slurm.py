@@ -11,7 +11,7 @@ import time
 
 import optuna
 import pytest
-from conftest import rlexp_cli
+from conftest import SMALL_SEARCH, rlexp_cli
 from optuna.trial import TrialState
 
 from rlexp.study import open_storage
@@ -28,22 +28,13 @@ QUICK = [
     "callbacks.eval.n_episodes=2",
     "callbacks.eval.final_episodes=2",
 ]
-# a small search (as in test_search.py) whose trials are all pruned at their first report
-SEARCH = [
-    "hparams=search",
-    "algo=ppo",
-    "env=cartpole",
-    "env.n_envs=2",
-    "n_timesteps=1024",
-    "algo.n_steps=choice(32,64)",
-    "algo.batch_size=64",
-    "callbacks.eval.n_evaluations=4",
-    "callbacks.eval.n_episodes=2",
-    "callbacks.eval.final_episodes=2",
+# a small search whose trials are all pruned at their first report
+ALWAYS_PRUNED = [
     "hydra/sweeper/pruner=none",
     "hydra.sweeper.pruner._target_=optuna.pruners.ThresholdPruner",
     "+hydra.sweeper.pruner.lower=1e9",
 ]
+SEARCH = [*SMALL_SEARCH, *ALWAYS_PRUNED]
 
 
 def _states(job_ids: list[str]) -> dict[str, str]:
@@ -118,7 +109,7 @@ def test_sweeper_workers_as_an_sbatch_array_share_one_study(tmp_path):
             "-m",
             "rlexp",
             "-m",
-            *SEARCH[:-3],  # the median pruner
+            *SMALL_SEARCH,  # the median pruner
             "hydra.sweeper.n_trials=4",
             "hydra.sweeper.max_total_trials=4",
             f"hydra.sweeper.storage=journal:///{journal}",
@@ -227,7 +218,7 @@ def test_a_killed_sweeper_job_loses_no_trial(tmp_path):
     journal = tmp_path / "study.log"
     search = [
         "-m",
-        *SEARCH[:-3],
+        *SMALL_SEARCH,
         "n_timesteps=4096",
         "hydra/sweeper/pruner=none",
         "hydra.sweeper.n_trials=3",

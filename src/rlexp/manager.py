@@ -21,6 +21,7 @@ import logging
 import shlex
 import shutil
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,9 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
-from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
+from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from rlexp.callbacks import ReportToTrial, build_callbacks
+from rlexp.callbacks import ReportToTrial, SaveBestCallback, build_callbacks
 from rlexp.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, resolve_spec
 from rlexp.errors import ConfigError, Interrupted
 from rlexp.launchers import job_threads
@@ -241,98 +242,100 @@ def _train_and_evaluate(
     else:
         normalize_stats = _normalize_stats(cfg)
     continued = resume is not None  # monitor files and logs grow instead of starting over
-    train_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "train", normalize_stats, append=continued)
-    eval_env = build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True, append=continued)
-    try:
-        _learn_and_score(cfg, run_dir, summary, reporter, resume, stopper, train_env, eval_env)
-    finally:  # also stops SubprocVecEnv workers, which ignore the stop signals
-        train_env.close()
-        eval_env.close()
+    # closed whatever happens: that also stops SubprocVecEnv workers, which ignore the stop signals
+    with (
+        closing(
+            build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "train", normalize_stats, append=continued)
+        ) as train_env,
+        closing(
+            build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True, append=continued)
+        ) as eval_env,
+    ):
+        if resume is not None:
+            model = load_model(cfg, str(resume.path), train_env)
+            # new episodes and exploration noise, not a replay of the run's first ones
+            model.set_random_seed(cfg.seed + int(model.num_timesteps))
+        elif cfg.trained_agent is None:
+            model = build_model(cfg, train_env)
+        else:
+            model = load_model(cfg, cfg.trained_agent, train_env)
+        formats = list(cfg.logger.formats)
+        if resume is not None:
+            model.set_logger(continued_logger(run_dir / "logs", formats, resume.step))
+        else:
+            model.set_logger(configure(str(run_dir / "logs"), formats))
+        callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, after_eval=reporter)
+        stopper.save_replay_buffer = saves_replay_buffer(model)
+        callbacks.callbacks.insert(0, stopper)
+
+        if resume is None:
+            summary["start_step"] = int(model.num_timesteps)
+            # learn() counts a continued agent's steps on from its own
+            summary["target_steps"] = summary["start_step"] * (cfg.trained_agent is not None) + cfg.n_timesteps
+            atomic_write_json(run_dir / "summary.json", summary)  # a run killed from here on can be resumed
+        elif save_best is not None:
+            _restore_evaluation_state(cfg, run_dir, summary, resume, int(model.num_timesteps), save_best, reporter)
+        start_step = int(model.num_timesteps)
+        started = time.perf_counter()
+        try:
+            model.learn(
+                total_timesteps=max(summary["target_steps"] - start_step, 0),
+                callback=callbacks,
+                reset_num_timesteps=resume is None and cfg.trained_agent is None,
+                progress_bar=cfg.callbacks.progress_bar,
+            )
+        finally:
+            summary["steps_done"] = int(model.num_timesteps)
+        interrupted = stopper.interrupted()
+        if interrupted is not None:
+            summary.update(steps_done=interrupted.step, best_eval=save_best.best if save_best else None)
+            raise interrupted
+        if reporter is not None and reporter.pruned_at is not None:
+            raise optuna.TrialPruned(f"trial {reporter.trial.number} pruned at step {reporter.pruned_at}")
+        train_seconds = time.perf_counter() - started
+        save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
+
+        # a fresh, seeded series of episodes, whatever the periodic evaluations consumed before
+        eval_env.seed(cfg.seed + EVAL_SEED_OFFSET)
+        sync_envs_normalization(train_env, eval_env)
+        rewards, lengths = evaluate_policy(
+            model,
+            eval_env,
+            n_eval_episodes=cfg.callbacks.eval.final_episodes,
+            deterministic=cfg.callbacks.eval.deterministic,
+            return_episode_rewards=True,
+        )
+        summary.update(
+            train_seconds=round(train_seconds, 2),
+            steps_per_second=round((model.num_timesteps - start_step) / train_seconds, 1),
+            steps_done=int(model.num_timesteps),
+            final_eval={
+                "mean": float(np.mean(rewards)),
+                "std": float(np.std(rewards)),
+                "episodes": len(rewards),
+                "mean_length": float(np.mean(lengths)),
+            },
+            best_eval=save_best.best if save_best else None,
+        )
 
 
-def _learn_and_score(
+def _restore_evaluation_state(
     cfg: DictConfig,
     run_dir: Path,
     summary: dict[str, Any],
+    resume: ResumePoint,
+    step: int,
+    save_best: SaveBestCallback,
     reporter: ReportToTrial | None,
-    resume: ResumePoint | None,
-    stopper: StopOnSignal,
-    train_env: VecEnv,
-    eval_env: VecEnv,
 ) -> None:
-    if resume is not None:
-        model = load_model(cfg, str(resume.path), train_env)
-        # new episodes and exploration noise, not a replay of the run's first ones
-        model.set_random_seed(cfg.seed + int(model.num_timesteps))
-    elif cfg.trained_agent is None:
-        model = build_model(cfg, train_env)
-    else:
-        model = load_model(cfg, cfg.trained_agent, train_env)
-    formats = list(cfg.logger.formats)
-    if resume is not None:
-        model.set_logger(continued_logger(run_dir / "logs", formats, resume.step))
-    else:
-        model.set_logger(configure(str(run_dir / "logs"), formats))
-    callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, after_eval=reporter)
-    stopper.save_replay_buffer = saves_replay_buffer(model)
-    callbacks.callbacks.insert(0, stopper)
-
-    if resume is None:
-        summary["start_step"] = int(model.num_timesteps)
-        # learn() counts a continued agent's steps on from its own
-        summary["target_steps"] = summary["start_step"] * (cfg.trained_agent is not None) + cfg.n_timesteps
-        atomic_write_json(run_dir / "summary.json", summary)  # a run killed from here on can be resumed
-    elif save_best is not None:
-        eval_cb = save_best.parent
-        n_calls = (model.num_timesteps - summary["start_step"]) // cfg.env.n_envs
-        restore_evaluations(eval_cb, run_dir, n_calls, upto_step=resume.step)
-        save_best.best = summary.get("best_eval")  # best/ holds it; a worse agent must not replace it
-        if save_best.best is not None:
-            eval_cb.best_mean_reward = float(save_best.best["mean"])
-        if reporter is not None:  # the trial's reports go on from the evaluations already reported
-            reporter.values = [float(np.mean(r)) for r in eval_cb.evaluations_results]
-    start_step = int(model.num_timesteps)
-    started = time.perf_counter()
-    try:
-        model.learn(
-            total_timesteps=max(summary["target_steps"] - start_step, 0),
-            callback=callbacks,
-            reset_num_timesteps=resume is None and cfg.trained_agent is None,
-            progress_bar=cfg.callbacks.progress_bar,
-        )
-    finally:
-        summary["steps_done"] = int(model.num_timesteps)
-    interrupted = stopper.interrupted()
-    if interrupted is not None:
-        summary.update(steps_done=interrupted.step, best_eval=save_best.best if save_best else None)
-        raise interrupted
-    if reporter is not None and reporter.pruned_at is not None:
-        raise optuna.TrialPruned(f"trial {reporter.trial.number} pruned at step {reporter.pruned_at}")
-    train_seconds = time.perf_counter() - started
-    save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
-
-    # a fresh, seeded series of episodes, whatever the periodic evaluations consumed before
-    eval_env.seed(cfg.seed + EVAL_SEED_OFFSET)
-    sync_envs_normalization(train_env, eval_env)
-    rewards, lengths = evaluate_policy(
-        model,
-        eval_env,
-        n_eval_episodes=cfg.callbacks.eval.final_episodes,
-        deterministic=cfg.callbacks.eval.deterministic,
-        return_episode_rewards=True,
-    )
-    summary.update(
-        train_seconds=round(train_seconds, 2),
-        steps_per_second=round((model.num_timesteps - start_step) / train_seconds, 1),
-        steps_done=int(model.num_timesteps),
-        final_eval={
-            "mean": float(np.mean(rewards)),
-            "std": float(np.std(rewards)),
-            "episodes": len(rewards),
-            "mean_length": float(np.mean(lengths)),
-        },
-        best_eval=save_best.best if save_best else None,
-    )
+    """A resumed run's evaluations go on as one series: same schedule, same best, same trial reports."""
+    eval_cb = save_best.parent
+    restore_evaluations(eval_cb, run_dir, (step - summary["start_step"]) // cfg.env.n_envs, upto_step=resume.step)
+    save_best.best = summary.get("best_eval")  # best/ holds it; a worse agent must not replace it
+    if save_best.best is not None:
+        eval_cb.best_mean_reward = float(save_best.best["mean"])
+    if reporter is not None:  # the trial's reports go on from the evaluations already reported
+        reporter.values = [float(np.mean(r)) for r in eval_cb.evaluations_results]
 
 
 def _completed_run(run_dir: Path) -> dict[str, Any] | None:
