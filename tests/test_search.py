@@ -371,3 +371,22 @@ def test_several_seeds_per_trial_objective_is_their_mean(tmp_path):
         )
     tuned = (sweep / "tuned" / "ppo_cartpole_search.yaml").read_text()
     assert f"seeds {2 * study.best_trial.number}, {2 * study.best_trial.number + 1}" in tuned
+
+
+def test_a_batch_failed_by_the_launcher_keeps_the_outcomes_its_run_dirs_hold(tmp_path):
+    """submitit's launcher raises for the first job of a batch that died and drops the others' results;
+    the sweeper reads them back from their run dirs."""
+    from conftest import FAST, train
+
+    from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
+    from rlexp.search_results import RUN_DIR_ATTR
+
+    done = train(FAST, tmp_path / "trial_0000")
+    study = optuna.create_study(direction="maximize")
+    trials = [study.ask() for _ in range(2)]
+    trials[0].set_user_attr(RUN_DIR_ATTR, str(tmp_path / "trial_0000"))
+    trials[1].set_user_attr(RUN_DIR_ATTR, str(tmp_path / "trial_0001"))  # its job died before writing anything
+    died = RuntimeError("Job 7 has not produced any output (state: CANCELLED)")
+    outcomes = [OptunaSweeper._recorded_outcome(t, died) for t in trials]
+    assert outcomes[0]._return_value == done["final_eval"]["mean"]
+    assert outcomes[1]._return_value is died

@@ -7,6 +7,7 @@ evaluations and to stop when the pruner says so; the sweeper then records the tr
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import math
 import warnings
@@ -173,8 +174,8 @@ class OptunaSweeper(Sweeper):
                 trial.set_user_attr(COMMAND_ATTR, trial_command(overrides, self.seeds_per_trial))
             try:
                 returns = self.launcher.launch(batch, initial_job_idx=self.job_idx)
-            except Exception as err:  # e.g. a job's overrides do not compose: its trials fail, the sweep goes on
-                returns = [JobReturn(status=JobStatus.FAILED, _return_value=err) for _ in trials]
+            except Exception as err:  # a job's overrides do not compose, or one submitit job died without a result
+                returns = [self._recorded_outcome(trial, err) for trial in trials]
             self.job_idx += len(batch)
             for trial, ret in zip(trials, returns, strict=True):
                 self._tell(study, trial, ret)
@@ -280,6 +281,26 @@ class OptunaSweeper(Sweeper):
             f"++hydra.job.env_set.{ENV_STUDY}='{self.study_name}'",
             f"++hydra.job.env_set.{ENV_TRIAL}={trial._trial_id}",
         ]
+
+    @staticmethod
+    def _recorded_outcome(trial: optuna.Trial, err: Exception) -> JobReturn:
+        """How a trial ended, from its run dir, when the launcher failed its whole batch: submitit's
+        launcher raises for the first job that died (cancelled, preempted, out of memory) and drops the
+        results of the others, which their run dirs still hold."""
+        run_dir = Path(trial.user_attrs[RUN_DIR_ATTR])
+        if (run_dir / "trial.json").is_file():  # several seeds, all completed
+            value = json.loads((run_dir / "trial.json").read_text())["mean"]
+            return JobReturn(status=JobStatus.COMPLETED, _return_value=value)
+        statuses = {}
+        for path in [run_dir / "summary.json", *sorted(run_dir.glob("seed_*/summary.json"))]:
+            if path.is_file():
+                statuses[path] = json.loads(path.read_text())
+        summary = statuses.get(run_dir / "summary.json")
+        if summary is not None and summary["status"] == "completed":
+            return JobReturn(status=JobStatus.COMPLETED, _return_value=summary["final_eval"]["mean"])
+        if any(s["status"] == "pruned" for s in statuses.values()):
+            return JobReturn(status=JobStatus.FAILED, _return_value=optuna.TrialPruned())
+        return JobReturn(status=JobStatus.FAILED, _return_value=err)
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, ret: Any) -> None:
         result = ret._return_value  # the value, or the exception of a failed job
