@@ -140,6 +140,7 @@ def test_a_killed_run_resumes_from_its_newest_checkpoint(tmp_path):
     assert summary["steps_done"] == math.ceil(30000 / 256) * 256
     steps = [int(r["time/total_timesteps"]) for r in csv.DictReader((run / "logs" / "progress.csv").open())]
     assert steps == sorted(set(steps))  # rows the killed part logged past the checkpoint were dropped
+    assert json.loads((run / "best" / "best.json").read_text()) == summary["best_eval"]
 
 
 def test_a_multirun_run_again_keeps_its_completed_runs(tmp_path):
@@ -153,3 +154,23 @@ def test_a_multirun_run_again_keeps_its_completed_runs(tmp_path):
     assert {p: b for p, b in after.items() if p.name != "multirun.yaml"} == {
         p: b for p, b in before.items() if p.name != "multirun.yaml"
     }
+
+
+def test_a_killed_run_without_checkpoints_starts_over_and_keeps_its_files_aside(tmp_path):
+    args = ["algo=ppo", "env=cartpole", "n_timesteps=20000", "logger=csv", "callbacks.eval.n_evaluations=2"]
+    run = tmp_path / "run"
+    proc = _start(tmp_path, args)
+    _wait_for_episodes(run, 5, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed = json.loads((run / "summary.json").read_text())
+    assert killed["status"] == "running"
+
+    again = rlexp_cli([*args, "hydra.run.dir=run"], cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed" and "resumed" not in summary
+    assert summary["steps_done"] == math.ceil(20000 / 256) * 256
+    aside = run / ".abandoned_1"
+    assert json.loads((aside / "summary.json").read_text())["start_time"] == killed["start_time"]
+    assert (aside / "monitor" / "train" / "0.monitor.csv").is_file()

@@ -254,7 +254,9 @@ def test_a_killed_sweeper_job_loses_no_trial(tmp_path):
     assert "requeued 1 trial(s)" in result.stdout + result.stderr
     study = optuna.load_study(study_name="ppo-cartpole", storage=open_storage(f"journal:///{journal}"))
     killed = study.trials[1]
-    assert killed.user_attrs.get("rlexp_interrupted") and killed.user_attrs["rlexp_owner"].endswith(f"@slurm:{job_id}")
+    assert killed.user_attrs.get("rlexp_interrupted") and killed.user_attrs["rlexp_owner"].endswith(
+        f"@slurm:{job_id}.0"
+    )
     counted = [t for t in study.trials if not t.user_attrs.get("rlexp_interrupted")]
     assert len(counted) == 3 and all(t.state == TrialState.COMPLETE for t in counted)
     assert any(t.params == killed.params and t.user_attrs.get("requeued_from") == 1 for t in counted)

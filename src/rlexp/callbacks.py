@@ -12,9 +12,10 @@ from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlexp.saving import remove_partial_saves, save_agent_dir
+from rlexp.saving import atomic_write_json, remove_partial_saves, save_agent_dir
 
 BEST_DIR = "best"
+BEST_FILE = "best.json"  # the evaluation that made best/ the best, next to its agent
 CHECKPOINT_DIR = "checkpoints"
 
 
@@ -40,6 +41,7 @@ class SaveBestCallback(BaseCallback):
             "step": int(self.num_timesteps),
         }
         save_agent_dir(self.model, self.save_dir)
+        atomic_write_json(self.save_dir / BEST_FILE, self.best)
         return True
 
 
@@ -49,7 +51,7 @@ class ReportToTrial(BaseCallback):
 
     With several seeds per trial the seeds train one after another; ``earlier`` holds the evaluations
     of the seeds already done, and each seed reports ``per_seed`` evaluations (the configured count;
-    a rollout overshooting the budget may add one, which is not reported). The i-th evaluation of
+    rollouts overshooting the budget may add some, which are not reported). The i-th evaluation of
     seed j is reported at step j * per_seed + i, as the mean of the i-th evaluations of seeds 0..j:
     trials are compared at equal effort, a weak trial is pruned on its first seed, and a lucky first
     seed can still be pruned later.
@@ -67,8 +69,8 @@ class ReportToTrial(BaseCallback):
         assert isinstance(self.parent, EvalCallback)
         self.values.append(float(self.parent.last_mean_reward))
         i = len(self.values)
-        if self.earlier and self.per_seed is not None and i > self.per_seed:
-            return True
+        if self.per_seed is not None and i > self.per_seed:
+            return True  # past the configured count (a long rollout overshot): not comparable across trials
         same_index = [seed[i - 1] for seed in self.earlier if len(seed) >= i] + [self.values[-1]]
         # the step counts evaluations, so that pruners compare trials with different n_envs alike
         offset = len(self.earlier) * self.per_seed if self.per_seed else sum(len(seed) for seed in self.earlier)

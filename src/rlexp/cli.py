@@ -89,12 +89,11 @@ def _exit_with(err: BaseException) -> None:
 
 
 def _stopped(err: Interrupted) -> None:
-    """A run stopped by a signal saved a checkpoint: say how to finish it; exit as the signal would."""
+    """A run stopped by a signal saved a checkpoint: say how to go on; exit as the signal would."""
     if err.checkpoint is not None:
-        command = [*err.command, f"hydra.run.dir={err.checkpoint.parent}"]
-        print(
-            f"rlexp: {err}; checkpoint in {err.checkpoint}; to finish the run: {shlex.join(command)}", file=sys.stderr
-        )
+        rerun = shlex.join([*err.command, f"hydra.run.dir={err.checkpoint.parent}"])
+        hint = err.hint or f"to finish the run: {rerun}"
+        print(f"rlexp: {err}; checkpoint in {err.checkpoint}; {hint}", file=sys.stderr)
     sys.exit(128 + err.signum)
 
 

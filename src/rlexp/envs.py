@@ -6,6 +6,8 @@ import functools
 import importlib
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -154,3 +156,17 @@ def build_vec_env(
     ):
         venv = VecTransposeImage(venv)
     return venv
+
+
+@contextmanager
+def closed_at_end(venv: VecEnv) -> Iterator[VecEnv]:
+    """Closes the env whatever happens. SubprocVecEnv workers ignore the stop signals, so a worker that
+    cannot be closed (its pipe broke) is killed rather than left behind."""
+    try:
+        yield venv
+    finally:
+        try:
+            venv.close()
+        except (OSError, EOFError):  # BrokenPipeError and the like: the error that ended the run matters
+            for process in getattr(venv.unwrapped, "processes", []):
+                process.kill()

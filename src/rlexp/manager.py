@@ -21,7 +21,6 @@ import logging
 import shlex
 import shutil
 import time
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,8 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from rlexp.callbacks import ReportToTrial, SaveBestCallback, build_callbacks
-from rlexp.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, resolve_spec
+from rlexp.callbacks import BEST_DIR, BEST_FILE, ReportToTrial, SaveBestCallback, build_callbacks
+from rlexp.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, closed_at_end, resolve_spec
 from rlexp.errors import ConfigError, Interrupted
 from rlexp.launchers import job_threads
 from rlexp.model import build_model, find_trained_agent, load_model
@@ -44,10 +43,12 @@ from rlexp.preemption import (
     RESUME_DIR,
     ResumePoint,
     StopOnSignal,
+    abandoned,
     continued_logger,
     restore_evaluations,
     resume_point,
     saves_replay_buffer,
+    set_aside,
 )
 from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
 from rlexp.schema import reject_unknown_keys
@@ -115,16 +116,20 @@ def _first_difference(old: Any, new: Any, path: str = "") -> str:
 
 
 def _resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], ResumePoint] | None:
-    """The summary of the run to continue in ``run_dir`` (stopped by a signal, or its process died; same
-    config) and where to continue it from; None for a new run dir. Any other run there is refused, so
-    that nothing overwrites it."""
+    """The summary of the run to continue in ``run_dir`` (stopped by a signal, or its process died;
+    same config) and where to continue it from; None for a new run dir, or for an abandoned run that
+    saved nothing (it starts over). Any other run there is refused, so that nothing overwrites it."""
     if not (run_dir / "summary.json").exists():
         return None
     summary = json.loads((run_dir / "summary.json").read_text())
     point = resume_point(run_dir, summary)
-    if point is None:
+    if point is None and not abandoned(summary):
+        status = summary.get("status")
+        owner = (
+            f", by {summary.get('host')} pid {summary.get('pid')}, which may still run" if status == "running" else ""
+        )
         raise ConfigError(
-            f"hydra.run.dir={run_dir} already holds a run (status {summary.get('status')}); choose a new "
+            f"hydra.run.dir={run_dir} already holds a run (status {status}{owner}); choose a new "
             f"directory (to continue that agent: trained_agent={run_dir})"
         )
     differs = _config_difference(cfg, run_dir)
@@ -133,6 +138,11 @@ def _resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], Resu
             f"hydra.run.dir={run_dir} holds an interrupted run with another config (differs at "
             f"{differs}); to resume it, re-run its command (command.txt)"
         )
+    if point is None:
+        log.warning(
+            "the run in %s ended without a checkpoint; starting over (its files: %s)", run_dir, set_aside(run_dir)
+        )
+        return None
     return summary, point
 
 
@@ -244,10 +254,10 @@ def _train_and_evaluate(
     continued = resume is not None  # monitor files and logs grow instead of starting over
     # closed whatever happens: that also stops SubprocVecEnv workers, which ignore the stop signals
     with (
-        closing(
+        closed_at_end(
             build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "train", normalize_stats, append=continued)
         ) as train_env,
-        closing(
+        closed_at_end(
             build_vec_env(cfg.env, cfg.seed, run_dir / "monitor" / "eval", for_eval=True, append=continued)
         ) as eval_env,
     ):
@@ -331,7 +341,9 @@ def _restore_evaluation_state(
     """A resumed run's evaluations go on as one series: same schedule, same best, same trial reports."""
     eval_cb = save_best.parent
     restore_evaluations(eval_cb, run_dir, (step - summary["start_step"]) // cfg.env.n_envs, upto_step=resume.step)
-    save_best.best = summary.get("best_eval")  # best/ holds it; a worse agent must not replace it
+    # best/ holds it (its best.json is there even when the run died before updating summary.json)
+    recorded = run_dir / BEST_DIR / BEST_FILE
+    save_best.best = json.loads(recorded.read_text()) if recorded.is_file() else summary.get("best_eval")
     if save_best.best is not None:
         eval_cb.best_mean_reward = float(save_best.best["mean"])
     if reporter is not None:  # the trial's reports go on from the evaluations already reported
@@ -364,7 +376,7 @@ def run_trial(
         per_seed = cfg.callbacks.eval.n_evaluations
         reporter = ReportToTrial(trial, earlier=[r.values for r in reporters], per_seed=per_seed)
         done = _completed_run(seed_dir)
-        if done is not None:  # its evaluations were reported by the earlier attempt
+        if done is not None and not _config_difference(seed_cfg, seed_dir):  # reported by an earlier attempt
             if (seed_dir / "evaluations.npz").is_file():
                 with np.load(seed_dir / "evaluations.npz") as data:
                     reporter.values = [float(np.mean(r)) for r in data["results"]]

@@ -32,8 +32,8 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from rlexp.callbacks import CHECKPOINT_DIR
 from rlexp.errors import Interrupted
+from rlexp.liveness import run_process_is_gone
 from rlexp.saving import save_agent_dir
-from rlexp.summary import run_process_is_gone
 
 RESUME_DIR = "resume"
 RESUMABLE = "interrupted"  # summary.json status of a run stopped by a signal with a resume checkpoint
@@ -101,14 +101,19 @@ class ResumePoint:
     step: int
 
 
+def abandoned(summary: dict[str, Any]) -> bool:
+    """A run that ended without finishing or saving on a signal: its process died (SIGKILL, out of
+    memory, node failure, a job killed after its grace time) or a second Ctrl-C aborted it."""
+    return summary.get("status") == "aborted" or (summary.get("status") == "running" and run_process_is_gone(summary))
+
+
 def resume_point(run_dir: Path, summary: dict[str, Any]) -> ResumePoint | None:
-    """Where to continue the run in ``run_dir``: the agent saved on a signal; or, when the run's process
-    died without one (SIGKILL, node failure, a job killed after its grace time), the newest of its
-    checkpoints. None when the run is complete, failed, or still running."""
+    """Where to continue the run in ``run_dir``: the agent saved on a signal; for an abandoned run, the
+    newest of its checkpoints (None when it has none: it starts over)."""
     resume = run_dir / RESUME_DIR
     if summary.get("status") == RESUMABLE:
         return ResumePoint(resume, int(summary["steps_done"])) if (resume / "model.zip").is_file() else None
-    if summary.get("status") != "running" or not run_process_is_gone(summary):
+    if not abandoned(summary):
         return None
     found = [
         ResumePoint(d, int(d.name.removeprefix("step_")))
@@ -118,6 +123,18 @@ def resume_point(run_dir: Path, summary: dict[str, Any]) -> ResumePoint | None:
     if (resume / "model.zip").is_file() and summary.get("resumed"):  # saved before the last resumption
         found.append(ResumePoint(resume, int(summary["resumed"][-1]["step"])))
     return max(found, key=lambda point: point.step, default=None)
+
+
+def set_aside(run_dir: Path) -> Path:
+    """Moves what an abandoned run without a checkpoint wrote into a hidden ``.abandoned_<n>/`` of its
+    run dir, so that it can start over there (Hydra's .hydra/ and job log stay: they are the new job's)."""
+    n = 1 + len(list(run_dir.glob(".abandoned_*")))
+    aside = run_dir / f".abandoned_{n}"
+    aside.mkdir()
+    for path in run_dir.iterdir():
+        if not path.name.startswith(".") and path.suffix != ".log":
+            path.rename(aside / path.name)
+    return aside
 
 
 def saves_replay_buffer(model: Any) -> bool:

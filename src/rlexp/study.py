@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import random
 import socket
-import subprocess
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from rlexp.errors import ConfigError
-from rlexp.summary import process_is_gone
+from rlexp.liveness import owner_is_gone, slurm_restart_count
 
 JOURNAL_PREFIX = "journal:///"
 # how a sweep hands its trial to a job (hydra.job.env_set: per-job values under hydra.sweeper are refused by Hydra 1.4)
@@ -52,51 +51,17 @@ def open_storage(url: str, attempts: int = 4) -> BaseStorage:
 
 
 def owner() -> str:
-    """Who runs a trial: host and pid, and the SLURM job when the sweeper runs inside one."""
+    """Who runs a trial: host and pid, and the SLURM job (with its requeue count) when inside one."""
     job = os.environ.get("SLURM_JOB_ID")
-    return f"{socket.gethostname()}:{os.getpid()}" + (f"@slurm:{job}" if job else "")
-
-
-def _slurm_job_is_over(job: str) -> bool:
-    """The SLURM job no longer runs (finished, cancelled, preempted, or forgotten by slurmctld)."""
-    try:
-        out = subprocess.run(
-            ["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=60
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False  # cannot tell: keep the trial
-    if out.returncode != 0:
-        return "Invalid job id" in out.stderr
-    state = out.stdout.strip()
-    return not state or state in _SLURM_OVER
-
-
-# the states of a job that has ended (any other state, e.g. SIGNALING or REQUEUE_HOLD, counts as alive)
-_SLURM_OVER = {
-    "BOOT_FAIL",
-    "CANCELLED",
-    "COMPLETED",
-    "DEADLINE",
-    "FAILED",
-    "NODE_FAIL",
-    "OUT_OF_MEMORY",
-    "PREEMPTED",
-    "TIMEOUT",
-}
+    return f"{socket.gethostname()}:{os.getpid()}" + (f"@slurm:{job}.{slurm_restart_count()}" if job else "")
 
 
 def _owner_is_dead(trial: optuna.trial.FrozenTrial) -> bool:
-    """A RUNNING trial whose sweeper is gone: a process of this host that no longer exists, a SLURM job
-    that ended, or an earlier attempt of this requeued SLURM job."""
-    process, _, job = str(trial.user_attrs.get(OWNER_ATTR, "")).partition("@slurm:")
+    """A RUNNING trial whose sweeper is gone (rlexp.liveness)."""
+    process, _, slurm = str(trial.user_attrs.get(OWNER_ATTR, "")).partition("@slurm:")
     host, _, pid = process.partition(":")
-    if job and job == os.environ.get("SLURM_JOB_ID"):
-        # this job, on another node after a requeue, or on this node in a process that has gone
-        requeued = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0
-        return (requeued and host != socket.gethostname()) or process_is_gone(host, pid)
-    if job:
-        return _slurm_job_is_over(job)
-    return process_is_gone(host, pid)
+    job, _, restart = slurm.partition(".")
+    return owner_is_gone(host, pid, job or None, int(restart) if restart.isdigit() else 0)
 
 
 def reclaim_interrupted_trials(study: optuna.Study) -> int:

@@ -11,6 +11,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from rlexp.liveness import slurm_restart_count
+
 PACKAGES = (
     "rlexp",
     "torch",
@@ -65,26 +67,5 @@ def provenance() -> dict[str, Any]:
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "slurm_restart": slurm_restart_count(),
     }
-
-
-def process_is_gone(host: str, pid: str) -> bool:
-    """A process of this host that no longer exists (a process of another host cannot be checked)."""
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
-def run_process_is_gone(summary: dict[str, Any]) -> bool:
-    """The process that wrote a run's summary ended: it is gone from this host, or it was an earlier
-    attempt of this SLURM job (requeued after a preemption or node failure)."""
-    job = summary.get("slurm_job_id")
-    if job and job == os.environ.get("SLURM_JOB_ID"):
-        return (summary.get("host"), summary.get("pid")) != (socket.gethostname(), os.getpid())
-    return process_is_gone(str(summary.get("host")), str(summary.get("pid")))

@@ -22,6 +22,7 @@ class LocalParallelLauncher(LocalLauncher):
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         returns: list[JobReturn] = []
+        failure: Exception | None = None
         for start in range(0, len(job_overrides), self.max_parallel):
             chunk = job_overrides[start : start + self.max_parallel]
             # submitit copies this process's environment into each job it starts
@@ -29,9 +30,13 @@ class LocalParallelLauncher(LocalLauncher):
             os.environ[ENV_JOB_CPUS] = str(max(1, usable_cpus() // len(chunk)))
             try:
                 returns.extend(super().launch(chunk, initial_job_idx + start))
+            except Exception as err:  # a job died without a result: the later batches still run
+                failure = failure or err
             finally:
                 if previous is None:
                     os.environ.pop(ENV_JOB_CPUS, None)
                 else:
                     os.environ[ENV_JOB_CPUS] = previous
+        if failure is not None:
+            raise failure
         return returns

@@ -1,0 +1,65 @@
+"""Is the process that owns a run or a trial still alive? Asked before resuming a run dir whose run did
+not finish, and before requeueing a trial left RUNNING: a live owner must never be doubled."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from typing import Any
+
+# the states of a SLURM job that has ended for good (PREEMPTED is left out: a requeue may follow)
+_SLURM_OVER = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT"}
+
+
+def slurm_restart_count() -> int:
+    """How often SLURM has requeued the job this process runs in (0 outside SLURM)."""
+    count = os.environ.get("SLURM_RESTART_COUNT", "")
+    return int(count) if count.isdigit() else 0
+
+
+def process_is_gone(host: str, pid: str) -> bool:
+    """A process of this host that no longer exists (a process of another host cannot be checked)."""
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def slurm_job_is_over(job: str) -> bool:
+    """The SLURM job has ended (or slurmctld has forgotten it); False when squeue cannot tell."""
+    try:
+        out = subprocess.run(
+            ["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    if out.returncode != 0:
+        return "Invalid job id" in out.stderr
+    state = out.stdout.strip()
+    return not state or state in _SLURM_OVER
+
+
+def owner_is_gone(host: str, pid: str, job: str | None, restart: int = 0) -> bool:
+    """The owner (host, pid, SLURM job and its requeue count) has ended: an earlier attempt of this
+    very SLURM job, another SLURM job that is over, or a process of this host that has exited."""
+    if job and job == os.environ.get("SLURM_JOB_ID"):
+        return restart < slurm_restart_count() or process_is_gone(host, pid)
+    if job:
+        return slurm_job_is_over(job)
+    return process_is_gone(host, pid)
+
+
+def run_process_is_gone(summary: dict[str, Any]) -> bool:
+    """The process that wrote a run's summary.json has ended."""
+    return owner_is_gone(
+        str(summary.get("host")),
+        str(summary.get("pid")),
+        summary.get("slurm_job_id"),
+        int(summary.get("slurm_restart") or 0),
+    )
