@@ -11,10 +11,10 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+if TYPE_CHECKING:  # SB3 loads only when an agent is saved: the sweeper and `rlexp --help` stay quick
+    from stable_baselines3.common.base_class import BaseAlgorithm
 
 MODEL_FILE = "model.zip"
 VECNORMALIZE_FILE = "vecnormalize.pkl"
@@ -60,6 +60,8 @@ def save_agent(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = False
     vecnormalize = model.get_vec_normalize_env()
     if vecnormalize is not None:
         atomic_write(dest_dir / VECNORMALIZE_FILE, lambda p: vecnormalize.save(str(p)))
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
     if replay_buffer and isinstance(model, OffPolicyAlgorithm):
         atomic_write(dest_dir / REPLAY_BUFFER_FILE, lambda p: model.save_replay_buffer(p))
     atomic_write(dest_dir / MODEL_FILE, lambda p: model.save(p))
