@@ -60,6 +60,11 @@ def train(overrides: list[str], run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "summary.json").read_text())
 
 
+def stderr_lines(result: subprocess.CompletedProcess) -> list[str]:
+    """The non-blank lines a command printed on stderr (a user error is exactly one)."""
+    return [line for line in result.stderr.splitlines() if line.strip()]
+
+
 def rlexp_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 300):
     """The installed `rlexp` command in a subprocess (as a user runs it)."""
     full_env = {**os.environ, **(env or {})}

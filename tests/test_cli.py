@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FAST, rlexp_cli
+from conftest import FAST, rlexp_cli, stderr_lines
 
 
 def test_runs_from_any_directory_and_reports_where_and_how_well(tmp_path):
@@ -69,7 +69,7 @@ def test_bad_input_gives_one_line_error_and_exit_1(case, tmp_path):
     result = rlexp_cli([*FAST, *overrides, "hydra.run.dir=run"], cwd=tmp_path)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = stderr_lines(result)
     assert len(lines) == 1 and lines[0].startswith("rlexp: error: "), result.stderr
     assert expected in lines[0], result.stderr
     assert not (tmp_path / "run" / "model.zip").exists()

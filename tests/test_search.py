@@ -15,7 +15,7 @@ import numpy as np
 import optuna
 import pytest
 import yaml
-from conftest import SMALL_SEARCH, rlexp_cli
+from conftest import SMALL_SEARCH, rlexp_cli, stderr_lines
 from hydra import compose, initialize_config_module
 from optuna.trial import TrialState
 
@@ -206,7 +206,7 @@ def test_bad_search_input_is_one_line_and_writes_no_trial(case, tmp_path):
     overrides, expected = BAD_SEARCH[case]
     result = rlexp_cli([*SMALL, *overrides], cwd=tmp_path)
     assert result.returncode == 1
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = stderr_lines(result)
     assert len(lines) == 1 and expected in lines[0], result.stderr
     db = tmp_path / "sweep" / "study.db"
     assert not db.exists() or not optuna.get_all_study_summaries(f"sqlite:///{db}")

@@ -39,7 +39,7 @@ def app(cfg: DictConfig) -> float:
     """Train one agent as configured; returns the final mean evaluation reward (for sweepers)."""
     # torch and SB3 load only when a run starts (fast --help, --cfg)
     from rlexp.manager import run, run_trial
-    from rlexp.study import job_trial
+    from rlexp.study import ENV_TRIAL, job_trial
 
     hydra_cfg = HydraConfig.get()
     try:
@@ -56,7 +56,7 @@ def app(cfg: DictConfig) -> float:
         if hydra_cfg.mode == RunMode.MULTIRUN:
             err.hint = (
                 "re-run the same command to continue the search (the stopped trial runs again)"
-                if os.environ.get("RLEXP_OPTUNA_TRIAL_ID")
+                if os.environ.get(ENV_TRIAL)
                 else f"to finish the multirun, re-run the same command with hydra.sweep.dir={hydra_cfg.sweep.dir}"
             )
         raise

@@ -47,7 +47,6 @@ from rlexp.preemption import (
     continued_logger,
     restore_evaluations,
     resume_point,
-    saves_replay_buffer,
     set_aside,
 )
 from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
@@ -275,7 +274,6 @@ def _train_and_evaluate(
         else:
             model.set_logger(configure(str(run_dir / "logs"), formats))
         callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, after_eval=reporter)
-        stopper.save_replay_buffer = saves_replay_buffer(model)
         callbacks.callbacks.insert(0, stopper)
 
         if resume is None:

@@ -28,7 +28,6 @@ from stable_baselines3.common.logger import (
     Logger,
     make_output_format,
 )
-from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from rlexp.callbacks import CHECKPOINT_DIR
 from rlexp.errors import Interrupted
@@ -57,7 +56,6 @@ class StopOnSignal(BaseCallback):
     def __init__(self, run_dir: Path) -> None:
         super().__init__()
         self.run_dir = run_dir
-        self.save_replay_buffer = False  # set once the model exists (off-policy algorithms)
         self.signum: int | None = None
         self.saved_at: int | None = None
         self._previous: dict[int, Any] = {}
@@ -80,7 +78,8 @@ class StopOnSignal(BaseCallback):
     def _on_rollout_start(self) -> None:
         # the previous rollout has been trained on: model, statistics and buffer agree here
         if self.signum is not None and self.saved_at is None:
-            save_agent_dir(self.model, self.run_dir / RESUME_DIR, self.save_replay_buffer)
+            # with its replay buffer (save_agent skips it for on-policy algorithms)
+            save_agent_dir(self.model, self.run_dir / RESUME_DIR, replay_buffer=True)
             self.saved_at = self.num_timesteps
 
     def _on_step(self) -> bool:
@@ -135,10 +134,6 @@ def set_aside(run_dir: Path) -> Path:
         if not path.name.startswith(".") and path.suffix != ".log":
             path.rename(aside / path.name)
     return aside
-
-
-def saves_replay_buffer(model: Any) -> bool:
-    return isinstance(model, OffPolicyAlgorithm)
 
 
 class ContinuedCSVOutputFormat(CSVOutputFormat):
