@@ -149,7 +149,8 @@ def test_preempted_job_checkpoints_requeues_and_finishes_its_steps(tmp_path):
         time.sleep(0.2)
     job_id = json.loads((run / "summary.json").read_text())["slurm_job_id"]
     subprocess.run(["scancel", "--signal=USR2", job_id], check=True)
-    # SLURM holds a requeued job for about two minutes (its begin time); let it start at once
+    # SLURM holds a requeued job for about two minutes (its begin time); start it sooner, but not at
+    # once: slurmd revokes a job started while the old attempt is still being cleaned up
     deadline = time.time() + 300
     while (
         subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True).stdout.strip()
@@ -157,7 +158,7 @@ def test_preempted_job_checkpoints_requeues_and_finishes_its_steps(tmp_path):
     ):
         assert time.time() < deadline and proc.poll() is None, "the job was not requeued"
         time.sleep(0.2)
-    subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], check=True)
+    subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now+10"], check=True)
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out[-3000:]
     summary = json.loads((run / "summary.json").read_text())
