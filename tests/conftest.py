@@ -53,7 +53,7 @@ def compose_cfg(overrides: list[str]) -> tuple[DictConfig, dict[str, Any]]:
 
 def train(overrides: list[str], run_dir: Path) -> dict[str, Any]:
     """One real training run in this process; returns its summary.json."""
-    from rlexp.manager import run
+    from rlexp.run.manager import run
 
     cfg, choices = compose_cfg(overrides)
     run(cfg, run_dir, choices, ["rlexp", *overrides])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import FAST, compose_cfg, train
 
-from rlexp.envs import build_vec_env, resolve_spec
 from rlexp.errors import ConfigError
-from rlexp.model import resolve_device
+from rlexp.run.envs import build_vec_env, resolve_spec
+from rlexp.run.model import resolve_device
 
 
 def test_resolve_spec_accepts_ids_module_ids_and_classes():

@@ -96,7 +96,7 @@ def test_tuned_values_apply_and_command_line_wins():
         32,
         100000,
     )
-    assert cfg.lr_schedule._target_ == "rlexp.schedules.linear"
+    assert cfg.lr_schedule._target_ == "rlexp.run.schedules.linear"
     cfg, _ = compose_cfg(["algo.n_steps=64", "n_timesteps=5000", "env.n_envs=2"])
     assert (cfg.algo.n_steps, cfg.n_timesteps, cfg.env.n_envs) == (64, 5000, 2)
 
@@ -105,13 +105,13 @@ def test_tuned_can_be_turned_off():
     cfg, _ = compose_cfg(["~tuned"])
     assert cfg.tuned_file is None
     assert (cfg.algo.n_steps, cfg.env.n_envs) == (2048, 1)
-    assert cfg.lr_schedule._target_ == "rlexp.schedules.constant"
+    assert cfg.lr_schedule._target_ == "rlexp.run.schedules.constant"
 
 
 def test_groups_compose():
     cfg, _ = compose_cfg(["env=pong", "wrappers=time_feature", "schedule@lr_schedule=cosine", "callbacks=checkpoints"])
     assert list(cfg.env.wrappers) == ["atari", "time_feature"]
-    assert cfg.lr_schedule._target_ == "rlexp.schedules.CosineSchedule"
+    assert cfg.lr_schedule._target_ == "rlexp.run.schedules.CosineSchedule"
     assert cfg.callbacks.checkpoint.freq == 10000
 
 
@@ -143,7 +143,7 @@ def test_unknown_group_choice_lists_the_options(override):
 @pytest.mark.parametrize("override", ["+algo.bogus=1", "+env.bogus=1", "+bogus=1", "+callbacks.eval.bogus=1"])
 def test_keys_added_with_plus_are_refused_before_training(override):
     from rlexp.errors import ConfigError
-    from rlexp.manager import validate
+    from rlexp.run.manager import validate
 
     cfg, _ = compose_cfg([override])
     with pytest.raises(ConfigError, match="bogus: unknown key"):
@@ -151,7 +151,7 @@ def test_keys_added_with_plus_are_refused_before_training(override):
 
 
 def test_tuned_values_on_another_env_id_warn(caplog):
-    from rlexp.manager import validate
+    from rlexp.run.manager import validate
 
     cfg, _ = compose_cfg(["env.id=Acrobot-v1"])
     validate(cfg)

@@ -8,7 +8,7 @@ import pytest
 from conftest import FAST, compose_cfg, rlexp_cli
 from hydra import compose, initialize_config_module
 
-from rlexp.launchers import ENV_JOB_CPUS, job_threads, usable_cpus
+from rlexp.cluster.launchers import ENV_JOB_CPUS, job_threads, usable_cpus
 
 
 @pytest.mark.parametrize(

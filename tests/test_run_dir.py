@@ -162,7 +162,7 @@ def test_trained_agent_of_another_algorithm_is_refused(tmp_path):
 
 
 def test_atomic_write_keeps_the_old_file_when_the_writer_dies(tmp_path):
-    from rlexp.saving import atomic_write
+    from rlexp.run.saving import atomic_write
 
     dest = tmp_path / "model.zip"
     dest.write_bytes(b"good")
@@ -218,7 +218,7 @@ def test_an_existing_run_dir_is_never_overwritten(tmp_path):
 def test_replacing_an_agent_dir_leaves_no_gap_and_no_leftovers(tmp_path):
     from stable_baselines3 import PPO
 
-    from rlexp.saving import save_agent_dir
+    from rlexp.run.saving import save_agent_dir
 
     model = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64)
     save_agent_dir(model, tmp_path / "best")

@@ -19,7 +19,7 @@ from conftest import SMALL_SEARCH, rlexp_cli, stderr_lines
 from hydra import compose, initialize_config_module
 from optuna.trial import TrialState
 
-from rlexp.search_space import parse_search_space
+from rlexp.search.space import parse_search_space
 
 SMALL = ["-m", *SMALL_SEARCH, "hydra.sweep.dir=sweep"]
 
@@ -261,7 +261,7 @@ def test_journal_file_storage(tmp_path):
         [*SMALL, f"hydra.sweeper.storage=journal:///{journal}", "hydra.sweeper.n_trials=2"], cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    from rlexp.study import open_storage
+    from rlexp.search.study import open_storage
 
     study = optuna.load_study(study_name="ppo-cartpole", storage=open_storage(f"journal:///{journal}"))
     assert len(study.trials) == 2 and all(t.intermediate_values for t in study.trials)
@@ -379,7 +379,7 @@ def test_a_batch_failed_by_the_launcher_keeps_the_outcomes_its_run_dirs_hold(tmp
     from conftest import FAST, train
 
     from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
-    from rlexp.search_results import RUN_DIR_ATTR
+    from rlexp.search.results import RUN_DIR_ATTR
 
     done = train(FAST, tmp_path / "trial_0000")
     study = optuna.create_study(direction="maximize")

@@ -38,8 +38,8 @@ _NOISE = ("object_type=", "To append to your config use", "Set the environment v
 def app(cfg: DictConfig) -> float:
     """Train one agent as configured; returns the final mean evaluation reward (for sweepers)."""
     # torch and SB3 load only when a run starts (fast --help, --cfg)
-    from rlexp.manager import run, run_trial
-    from rlexp.study import ENV_TRIAL, job_trial
+    from rlexp.run.manager import run, run_trial
+    from rlexp.search.study import ENV_TRIAL, job_trial
 
     hydra_cfg = HydraConfig.get()
     try:

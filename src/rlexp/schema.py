@@ -17,8 +17,8 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from rlexp.cluster.launchers import register_launcher_configs
 from rlexp.errors import ConfigError
-from rlexp.launchers import register_launcher_configs
 
 
 # ----------------------------------------------------------------------------------- algorithms
@@ -261,8 +261,8 @@ class ExperimentConfig:
     algo: Any = MISSING
     env: EnvConfig = MISSING
     # schedules turn algo.learning_rate / algo.clip_range into functions of training progress
-    lr_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.schedules.constant"})
-    clip_range_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.schedules.constant"})
+    lr_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.run.schedules.constant"})
+    clip_range_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.run.schedules.constant"})
     action_noise: ActionNoiseConfig = field(default_factory=ActionNoiseConfig)
     callbacks: CallbacksConfig = MISSING
     logger: LoggerConfig = MISSING

@@ -1,6 +1,6 @@
 """The sweeper: asks Optuna for trials, launches them as Hydra jobs, tells Optuna how they ended.
 
-Jobs reach their live trial through the shared storage (rlexp.study.job_trial) to report
+Jobs reach their live trial through the shared storage (rlexp.search.study.job_trial) to report
 evaluations and to stop when the pruner says so; the sweeper then records the trial as PRUNED.
 """
 
@@ -29,10 +29,10 @@ from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
 from rlexp.errors import ConfigError
-from rlexp.saving import atomic_write_text
-from rlexp.search_results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
-from rlexp.search_space import as_override, parse_search_space
-from rlexp.study import (
+from rlexp.run.saving import atomic_write_text
+from rlexp.search.results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
+from rlexp.search.space import as_override, parse_search_space
+from rlexp.search.study import (
     ENV_STORAGE,
     ENV_STUDY,
     ENV_TRIAL,

@@ -11,7 +11,7 @@ Each step lives in its own module; this one only decides the order and writes th
       logs/                                            progress.csv and TensorBoard events
       config.yaml, command.txt, .hydra/                the composed config as used, the command line
       summary.json                                     versions, seed, times, steps, scores
-      resume/                                          the agent of a run stopped by a signal (rlexp.preemption)
+      resume/                                          the agent of a run stopped by a signal (rlexp.run.preemption)
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from rlexp.callbacks import BEST_DIR, BEST_FILE, ReportToTrial, SaveBestCallback, build_callbacks
-from rlexp.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, closed_at_end, resolve_spec
+from rlexp.cluster.launchers import job_threads
 from rlexp.errors import ConfigError, Interrupted
-from rlexp.launchers import job_threads
-from rlexp.model import build_model, find_trained_agent, load_model
-from rlexp.preemption import (
+from rlexp.run.callbacks import BEST_DIR, BEST_FILE, ReportToTrial, SaveBestCallback, build_callbacks
+from rlexp.run.envs import EVAL_SEED_OFFSET, build_vec_env, check_env, closed_at_end, resolve_spec
+from rlexp.run.model import build_model, find_trained_agent, load_model
+from rlexp.run.preemption import (
     RESUMABLE,
     RESUME_DIR,
     ResumePoint,
@@ -49,9 +49,9 @@ from rlexp.preemption import (
     resume_point,
     set_aside,
 )
-from rlexp.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
+from rlexp.run.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
+from rlexp.run.summary import now, provenance
 from rlexp.schema import reject_unknown_keys
-from rlexp.summary import now, provenance
 
 log = logging.getLogger(__name__)
 

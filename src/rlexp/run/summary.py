@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from rlexp.liveness import slurm_restart_count
+from rlexp.cluster.liveness import slurm_restart_count
 
 PACKAGES = (
     "rlexp",
@@ -55,7 +55,7 @@ def git_commit(path: Path) -> dict[str, Any] | None:
 
 def _rlexp_source_commit() -> dict[str, Any] | None:
     """Only for a source checkout of rlexp (editable install): a wheel inside some repo has none."""
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     return git_commit(repo) if (repo / ".git").exists() and (repo / "pyproject.toml").is_file() else None
 
 

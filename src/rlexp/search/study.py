@@ -15,8 +15,8 @@ from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
+from rlexp.cluster.liveness import owner_is_gone, slurm_restart_count
 from rlexp.errors import ConfigError
-from rlexp.liveness import owner_is_gone, slurm_restart_count
 
 JOURNAL_PREFIX = "journal:///"
 # how a sweep hands its trial to a job (hydra.job.env_set: per-job values under hydra.sweeper are refused by Hydra 1.4)
@@ -57,7 +57,7 @@ def owner() -> str:
 
 
 def _owner_is_dead(trial: optuna.trial.FrozenTrial) -> bool:
-    """A RUNNING trial whose sweeper is gone (rlexp.liveness)."""
+    """A RUNNING trial whose sweeper is gone (rlexp.cluster.liveness)."""
     process, _, slurm = str(trial.user_attrs.get(OWNER_ATTR, "")).partition("@slurm:")
     host, _, pid = process.partition(":")
     job, _, restart = slurm.partition(".")

@@ -29,10 +29,10 @@ from stable_baselines3.common.logger import (
     make_output_format,
 )
 
-from rlexp.callbacks import CHECKPOINT_DIR
+from rlexp.cluster.liveness import run_process_is_gone
 from rlexp.errors import Interrupted
-from rlexp.liveness import run_process_is_gone
-from rlexp.saving import save_agent_dir
+from rlexp.run.callbacks import CHECKPOINT_DIR
+from rlexp.run.saving import save_agent_dir
 
 RESUME_DIR = "resume"
 RESUMABLE = "interrupted"  # summary.json status of a run stopped by a signal with a resume checkpoint

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlexp.saving import atomic_write_json, remove_partial_saves, save_agent_dir
+from rlexp.run.saving import atomic_write_json, remove_partial_saves, save_agent_dir
 
 BEST_DIR = "best"
 BEST_FILE = "best.json"  # the evaluation that made best/ the best, next to its agent

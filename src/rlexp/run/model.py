@@ -16,7 +16,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.errors import ConfigError
-from rlexp.noise import build_action_noise
+from rlexp.run.noise import build_action_noise
 
 
 def algo_class(cfg: DictConfig) -> type[BaseAlgorithm]:
@@ -36,7 +36,7 @@ def _schedules(cfg: DictConfig) -> dict[str, Any]:
     params = {"learning_rate": instantiate(cfg.lr_schedule, initial=cfg.algo.learning_rate)}
     if "clip_range" in cfg.algo:
         params["clip_range"] = instantiate(cfg.clip_range_schedule, initial=cfg.algo.clip_range)
-    elif cfg.clip_range_schedule._target_ != "rlexp.schedules.constant":
+    elif cfg.clip_range_schedule._target_ != "rlexp.run.schedules.constant":
         raise ConfigError(f"clip_range_schedule: algo={cfg.algo._target_} has no clip_range to schedule")
     return params
 

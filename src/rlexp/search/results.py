@@ -21,7 +21,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 
-from rlexp.saving import atomic_write_text
+from rlexp.run.saving import atomic_write_text
 
 log = logging.getLogger(__name__)
 

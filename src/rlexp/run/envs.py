@@ -77,7 +77,7 @@ def _env_kwargs(env_cfg: DictConfig, for_eval: bool) -> dict[str, Any]:
 class _IgnoringStopSignals:
     """Env constructor for SubprocVecEnv workers. Ctrl-C and SLURM's signals reach every process of the
     job; the workers ignore them so that the main process can finish its rollout and save a checkpoint
-    (rlexp.preemption), then close them."""
+    (rlexp.run.preemption), then close them."""
 
     def __init__(self, make: Callable[..., gym.Env]) -> None:
         self.make = make
