@@ -52,11 +52,13 @@ def compose_cfg(overrides: list[str]) -> tuple[DictConfig, dict[str, Any]]:
 
 
 def train(overrides: list[str], run_dir: Path) -> dict[str, Any]:
-    """One real training run in this process; returns its summary.json."""
+    """One real training run in this process, through the front door as the command does; returns its summary.json."""
+    from rlexp import front_door
     from rlexp.run.manager import run
 
     cfg, choices = compose_cfg(overrides)
-    run(cfg, run_dir, choices, ["rlexp", *overrides])
+    warnings = front_door.check(cfg, choices, overrides)
+    run(cfg, run_dir, choices, ["rlexp", *overrides], warnings)
     return json.loads((run_dir / "summary.json").read_text())
 
 

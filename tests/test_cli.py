@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import FAST, rlexp_cli, stderr_lines
@@ -46,33 +48,149 @@ def test_console_script_is_installed():
 # bad input -> (overrides, text the one-line error must contain)
 BAD_INPUT = {
     "unknown algo": (["algo=ppo3"], "Could not find 'algo/ppo3'. Available options in 'algo': a2c, ars, crossq, ddpg"),
+    "schema is not an option": (["algo=ppo_schema"], "Available options in 'algo': a2c, ars, crossq, ddpg, dqn, ppo,"),
     "unknown env preset": (["env=cartpol"], "env/cartpol"),
     "unknown gymnasium id": (["env.id=CartPol-v1"], "Did you mean: `CartPole`"),
     "unknown module entry point": (["env.id=nosuchpkg:Foo"], "nosuchpkg"),
     "wrong type": (["algo.n_steps=many"], "algo.n_steps"),
     "unknown key": (["algo.bogus=1"], "bogus"),
+    "misspelt top-level key": (["n_timestep=3000"], "Key 'n_timestep' not in 'ExperimentConfig'"),
+    "misspelt algo key": (["algo.n_stps=64"], "(did you mean n_steps?)"),
+    "misspelt added key": (["+env.n_env=2"], "env.n_env: unknown key for EnvConfig (did you mean n_envs?)"),
     "key the algo does not take": (["algo.buffer_size=100"], "buffer_size"),
     "added key the algo does not take": (["+algo.tau=0.1"], "algo.tau: unknown key for PPOConfig"),
     "discrete-only algo on continuous env": (["algo=dqn", "env=pendulum"], "Box and DQN supports only Discrete"),
     "continuous-only algo on discrete env": (["algo=sac", "env=cartpole"], "Discrete and SAC supports only Box"),
-    "zero steps": (["n_timesteps=0"], "n_timesteps must be > 0, got 0"),
-    "negative steps": (["n_timesteps=-5"], "n_timesteps must be > 0, got -5"),
+    "zero steps": (["n_timesteps=0"], "n_timesteps=0: must be > 0"),
+    "negative steps": (["n_timesteps=-5"], "n_timesteps=-5: must be > 0"),
     "missing trained agent": (["trained_agent=/no/such/run"], "trained_agent=/no/such/run: no such run dir"),
-    "bad wrapper target": (["+env.wrappers.w._target_=no.such.Wrapper"], "no.such.Wrapper"),
+    "bad wrapper target": (["+env.wrappers.w._target_=no.such.Wrapper"], "env.wrappers.w: "),
     "noise on a discrete env": (["action_noise.kind=normal"], "action_noise.kind=normal needs a continuous"),
+    # the list: things that only SB3, torch or Gymnasium would have noticed
+    "unknown device": (["device=tpu"], "device=tpu: not a device; choose auto, cpu, cuda, cuda:N or mps"),
+    "unknown policy": (
+        ["algo.policy=NoSuchPolicy"],
+        "algo.policy=NoSuchPolicy: not a policy of PPO (choose CnnPolicy, MlpPolicy, MultiInputPolicy)",
+    ),
+    "bad net_arch": (["+algo.policy_kwargs.net_arch=abc"], "algo.policy_kwargs: TypeError"),
+    "unknown policy kwarg": (["+algo.policy_kwargs.nosuch=1"], "unexpected keyword argument 'nosuch'"),
+    "unknown env kwarg": (["+env.kwargs.nosuch=1"], "env.kwargs.nosuch: CartPole-v1 cannot be made"),
+    "negative frame stack": (["env.frame_stack=-1"], "env.frame_stack=-1: must be >= 0"),
+    "zero n_steps": (["algo.n_steps=0"], "algo.n_steps=0: must be > 0"),
+    "gamma above 1": (["algo.gamma=1.5"], "algo.gamma=1.5: must be in [0, 1]"),
+    "tau above 1": (["algo=sac", "env=pendulum", "algo.tau=2"], "algo.tau=2.0: must be in [0, 1]"),
+    "empty replay buffer": (["algo=sac", "env=pendulum", "algo.buffer_size=0"], "algo.buffer_size=0: must be > 0"),
+    "negative episode limit": (["env.max_episode_steps=-1"], "env.max_episode_steps=-1: must be > 0"),
+    "missing tuned file": (["tuned=doesnotexist"], "tuned=doesnotexist: no such tuned file (for ppo: ppo_acrobot,"),
+    "misspelt tuned file": (
+        ["tuned=ppo_cartpol"],
+        "tuned=ppo_cartpol: no such tuned file (did you mean ppo_cartpole?)",
+    ),
+    "negative learning rate": (["algo.learning_rate=-1"], "algo.learning_rate=-1.0: must be > 0"),
+    "bad schedule": (["schedule@lr_schedule=exponential", "lr_schedule.decay=3"], "decay must be in (0, 1], got 3"),
+    "bad normalize kwargs": (
+        ["env.normalize=true", "+env.normalize_kwargs.nosuch=1"],
+        "env.normalize_kwargs: TypeError",
+    ),
+    "clip schedule without clip range": (
+        ["algo=a2c", "schedule@clip_range_schedule=linear"],
+        "clip_range_schedule: algo=",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUT))
-def test_bad_input_gives_one_line_error_and_exit_1(case, tmp_path):
+def test_bad_input_gives_one_line_error_exit_1_and_no_run_dir(case, tmp_path):
     overrides, expected = BAD_INPUT[case]
-    result = rlexp_cli([*FAST, *overrides, "hydra.run.dir=run"], cwd=tmp_path)
+    result = rlexp_cli([*FAST, *overrides, "hydra.run.dir=out/run"], cwd=tmp_path)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     lines = stderr_lines(result)
     assert len(lines) == 1 and lines[0].startswith("rlexp: error: "), result.stderr
     assert expected in lines[0], result.stderr
-    assert not (tmp_path / "run" / "model.zip").exists()
+    assert list(tmp_path.iterdir()) == []  # not even Hydra's .hydra/ or the job log
+
+
+def test_a_refused_command_leaves_an_existing_dir_as_it_was(tmp_path):
+    kept = tmp_path / "mine"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    result = rlexp_cli([*FAST, "device=tpu", f"hydra.run.dir={kept}"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert [p.name for p in kept.iterdir()] == ["notes.txt"]
+
+
+def test_the_default_run_dir_is_not_created_for_a_refused_command(tmp_path):
+    result = rlexp_cli([*FAST, "algo.gamma=2"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_whole_floats_are_accepted_for_counts(tmp_path):
+    result = rlexp_cli(["n_timesteps=1e6", "algo.n_steps=6.4e1", "--cfg", "job"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "n_timesteps: 1000000" in result.stdout and "n_steps: 64" in result.stdout
+    result = rlexp_cli(["n_timesteps=1.5", "--cfg", "job"], cwd=tmp_path)  # not whole: still refused
+    assert result.returncode == 1 and "n_timesteps" in result.stderr
+
+
+def test_help_lists_real_options_only(tmp_path):
+    result = rlexp_cli(["--help"], cwd=tmp_path)
+    assert result.returncode == 0
+    assert "_schema" not in result.stdout
+    assert "algo: a2c, ars, crossq, ddpg, dqn, ppo, qrdqn, recurrent_ppo, sac, td3, tqc, trpo" in result.stdout
+    assert "declarative reinforcement-learning experiments" in result.stdout and "README" in result.stdout
+
+
+def test_warnings_and_device_are_recorded(tmp_path):
+    result = rlexp_cli(
+        [*FAST, "algo=sac", "env=pendulum", "algo.learning_starts=1000", "hydra.run.dir=run"], cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "tuned hyperparameters: tuned/sac_pendulum.yaml" in result.stdout + result.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["device"] == "cpu"
+    (warning,) = summary["warnings"]
+    assert warning.startswith("algo.learning_starts=1000 >= n_timesteps=256")
+    continued = rlexp_cli(
+        [*FAST, "algo=sac", "env=pendulum", "algo.learning_starts=64", "trained_agent=run", "hydra.run.dir=more"],
+        cwd=tmp_path,
+    )
+    assert continued.returncode == 0, continued.stderr
+    (warning,) = json.loads((tmp_path / "more" / "summary.json").read_text())["warnings"]
+    assert "brings no replay buffer" in warning
+
+
+def test_a_trained_agent_for_other_spaces_is_refused(tmp_path):
+    first = rlexp_cli([*FAST, "algo=ppo", "env=pendulum", "env.normalize=true", "hydra.run.dir=pend"], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    result = rlexp_cli([*FAST, "env.normalize=true", "trained_agent=pend", "hydra.run.dir=run"], cwd=tmp_path)
+    assert result.returncode == 1
+    (line,) = stderr_lines(result)
+    assert "trained_agent=pend was trained on the observation space Box(3,), but env.id=CartPole-v1 has Box(4,)" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_custom_env_id_names_the_run_dir_and_resolves_from_the_working_directory(tmp_path):
+    package = tmp_path / "my_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "envs.py").write_text(
+        "from gymnasium.envs.classic_control import CartPoleEnv\n\n"
+        "class MyEnv(CartPoleEnv):\n    def __init__(self, size=1, **kwargs):\n        super().__init__(**kwargs)\n"
+    )
+    exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
+    result = subprocess.run(
+        [exe, *FAST, "env.id=my_pkg.envs:MyEnv", "+env.kwargs.size=5", "~tuned"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "outputs" / "ppo-my_pkg.envs_MyEnv").iterdir()
+    assert (run_dir / "model.zip").is_file()
 
 
 def test_full_traceback_with_hydra_full_error(tmp_path):
@@ -85,7 +203,4 @@ def test_full_traceback_with_hydra_full_error(tmp_path):
 def test_action_space_mismatch_is_refused_before_any_env_step(pair, tmp_path):
     result = rlexp_cli([*FAST, *pair, "hydra.run.dir=run"], cwd=tmp_path)
     assert result.returncode == 1
-    monitors = list((tmp_path / "run" / "monitor").rglob("*.csv"))
-    assert monitors  # the train env was built...
-    for monitor in monitors:
-        assert len(monitor.read_text().splitlines()) == 2  # ...but not stepped: Monitor's header lines only
+    assert not (tmp_path / "run").exists()

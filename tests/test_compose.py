@@ -143,16 +143,16 @@ def test_unknown_group_choice_lists_the_options(override):
 @pytest.mark.parametrize("override", ["+algo.bogus=1", "+env.bogus=1", "+bogus=1", "+callbacks.eval.bogus=1"])
 def test_keys_added_with_plus_are_refused_before_training(override):
     from rlexp.errors import ConfigError
-    from rlexp.run.manager import validate
+    from rlexp.front_door import check
 
-    cfg, _ = compose_cfg([override])
+    cfg, choices = compose_cfg([override])
     with pytest.raises(ConfigError, match="bogus: unknown key"):
-        validate(cfg)
+        check(cfg, choices, [override])
 
 
-def test_tuned_values_on_another_env_id_warn(caplog):
-    from rlexp.run.manager import validate
+def test_tuned_values_on_another_env_id_warn():
+    from rlexp.front_door import check
 
-    cfg, _ = compose_cfg(["env.id=Acrobot-v1"])
-    validate(cfg)
-    assert "tuned for CartPole-v1, not env.id=Acrobot-v1; add ~tuned" in caplog.text
+    cfg, choices = compose_cfg(["env.id=Acrobot-v1"])
+    warnings = check(cfg, choices, ["env.id=Acrobot-v1"])
+    assert any("tuned for CartPole-v1, not env.id=Acrobot-v1; add ~tuned" in w for w in warnings)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -18,8 +20,9 @@ from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.rlexp_launcher.launcher import LocalParallelLauncher
 from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
+from rlexp import front_door
 from rlexp.errors import ConfigError, Interrupted
-from rlexp.schema import register_configs
+from rlexp.schema import did_you_mean, integer_keys, register_configs, schema_fields
 
 register_configs()
 # Hydra finds plugins by walking the hydra_plugins namespace package, which misses modules that an
@@ -31,6 +34,8 @@ Plugins.instance().register(LocalParallelLauncher)
 USER_ERRORS = (ConfigError, HydraException, OmegaConfBaseException)
 # lines of Hydra's messages that do not help on one line (the "+" advice is wrong for typed groups)
 _FULL_ERROR = os.environ.get("HYDRA_FULL_ERROR") == "1"  # as the user set it
+_WHOLE_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+log = logging.getLogger("rlexp")
 _NOISE = ("object_type=", "To append to your config use", "Set the environment variable HYDRA_FULL_ERROR")
 
 
@@ -38,22 +43,31 @@ _NOISE = ("object_type=", "To append to your config use", "Set the environment v
 def app(cfg: DictConfig) -> float:
     """Train one agent as configured; returns the final mean evaluation reward (for sweepers)."""
     # torch and SB3 load only when a run starts (fast --help, --cfg)
-    from rlexp.run.manager import run, run_trial
+    from rlexp.run.manager import run
+    from rlexp.run.run_dir import only_hydra_files, remove_created
     from rlexp.search.study import ENV_TRIAL, job_trial
+    from rlexp.search.trials import run_trial
 
     hydra_cfg = HydraConfig.get()
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    run_dir, choices = Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices)
+    checked = front_door.checked(run_dir)  # a single run was checked before its dir existed
     try:
+        if checked is not None and checked.error is not None:
+            raise checked.error
         command = ["rlexp", *hydra_cfg.overrides.task]
-        run_dir, choices = Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices)
+        warnings = checked.warnings if checked else front_door.check(cfg, choices, list(hydra_cfg.overrides.task))
+        log.info(front_door.tuned_note(cfg, choices))
+        for warning in warnings:
+            log.warning(warning)
         trial = job_trial()  # set when this job is a trial of an rlexp search
-        multirun = hydra_cfg.mode == RunMode.MULTIRUN
         if trial is None:
             # a multirun run again (e.g. resubmitted to SLURM) keeps the runs it completed
-            return run(cfg, run_dir, choices, command, keep_completed=multirun)
+            return run(cfg, run_dir, choices, command, warnings, keep_completed=multirun)
         n_seeds = int(hydra_cfg.sweeper.get("seeds_per_trial", 1))
-        return run_trial(cfg, run_dir, choices, command, trial, n_seeds)
+        return run_trial(cfg, run_dir, choices, command, warnings, trial, n_seeds)
     except Interrupted as err:
-        if hydra_cfg.mode == RunMode.MULTIRUN:
+        if multirun:
             err.hint = (
                 "re-run the same command to continue the search (the stopped trial runs again)"
                 if os.environ.get(ENV_TRIAL)
@@ -61,8 +75,13 @@ def app(cfg: DictConfig) -> float:
             )
         raise
     except USER_ERRORS as err:
+        # refused before the run started: no run dir is left behind (a multirun job's dir is the sweep's)
+        if checked is not None:
+            remove_created(run_dir, checked.created)
+        elif multirun and only_hydra_files(run_dir):
+            shutil.rmtree(run_dir, ignore_errors=True)
         # a multirun job re-raises, so that the launcher records the failure and the sweep goes on
-        if _FULL_ERROR or hydra_cfg.mode == RunMode.MULTIRUN:
+        if _FULL_ERROR or multirun:
             raise
         _exit_with(err)
 
@@ -78,9 +97,12 @@ def one_line(err: BaseException) -> str:
         if line.startswith("Available options in"):
             rest = lines[i + 1 :]
             rest = rest[: rest.index("Config search path:")] if "Config search path:" in rest else rest
-            options = [o for o in rest if not o.endswith("_schema")]
-            return " ".join(lines[:i]) + f". {line} {', '.join(options)}"
-    return " ".join(lines)
+            return " ".join(lines[:i]) + f". {line} {', '.join(rest)}"
+    text = " ".join(lines)
+    unknown = re.search(r"Key '(\w+)' not in '(\w+)'", text)
+    if unknown:  # a misspelt key: say which one was meant
+        text += did_you_mean(unknown.group(1), schema_fields(unknown.group(2)))
+    return text
 
 
 def _exit_with(err: BaseException) -> None:
@@ -111,8 +133,27 @@ def _job_died(err: Exception) -> None:
     sys.exit(1)
 
 
+def _whole_numbers(args: list[str]) -> list[str]:
+    """``n_timesteps=1e6`` -> ``n_timesteps=1000000`` for keys typed int: RL papers and RL Zoo's YAML
+    write budgets and sizes as floats, which the typed schema would refuse. Sweeps (``1e5,1e6``) too."""
+    keys = integer_keys()
+    out = []
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        parts = value.split(",")
+        numbers = eq and all(_WHOLE_FLOAT.fullmatch(p.strip()) for p in parts)
+        if numbers and key.lstrip("+~") in keys and all(float(p).is_integer() for p in parts):
+            arg = f"{key}={','.join(str(int(float(p))) for p in parts)}"
+        out.append(arg)
+    return out
+
+
 def main() -> None:
     """Console script: user errors in one line and exit 1; full traceback with HYDRA_FULL_ERROR=1."""
+    # env.id=my_pkg.envs:MyEnv finds my_pkg in the working directory, as `python -m` would
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+    sys.argv[1:] = _whole_numbers(sys.argv[1:])
     try:
         if _FULL_ERROR:
             app()

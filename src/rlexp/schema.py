@@ -10,10 +10,16 @@ only know the types.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
+import re
+import typing
 from dataclasses import dataclass, field
 from enum import Enum
+from importlib.resources import files
 from typing import Any, Dict, List, Optional
 
+import yaml
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
@@ -283,15 +289,72 @@ class ExperimentConfig:
 
 
 def register_configs() -> None:
-    """Register the schemas in Hydra's ConfigStore so that YAML options can extend them."""
+    """Register the schemas in Hydra's ConfigStore so that YAML options can extend them.
+
+    They are stored at the root (``algo/ppo.yaml`` starts with ``- /algo_ppo_schema@_here_``), not in
+    the groups they type, so that ``rlexp --help`` and "Available options" list only real options.
+    """
     cs = ConfigStore.instance()
     cs.store(name="experiment_schema", node=ExperimentConfig)
     for name, schema in ALGO_SCHEMAS.items():
-        cs.store(group="algo", name=f"{name}_schema", node=schema)
-    cs.store(group="env", name="env_schema", node=EnvConfig)
-    cs.store(group="callbacks", name="callbacks_schema", node=CallbacksConfig)
-    cs.store(group="logger", name="logger_schema", node=LoggerConfig)
+        cs.store(name=f"algo_{name}_schema", node=schema)
+    cs.store(name="env_schema", node=EnvConfig)
+    cs.store(name="callbacks_schema", node=CallbacksConfig)
+    cs.store(name="logger_schema", node=LoggerConfig)
     register_launcher_configs()
+    OmegaConf.register_new_resolver("rlexp_env_name", env_name, replace=True)
+
+
+@functools.cache
+def _preset_env_id(preset: str) -> str | None:
+    """The env id that a shipped env preset sets (None for a preset rlexp does not ship)."""
+    path = files("rlexp.conf") / "env" / f"{preset}.yaml"
+    if not path.is_file():
+        return None
+    return yaml.safe_load(path.read_text()).get("id")
+
+
+def env_name(preset: str | None, env_id: str) -> str:
+    """How run dirs and studies name the env: the preset, unless env.id was changed from the preset's own
+    (then the id itself, made safe for a path: ``my_pkg.envs:MyEnv`` -> ``my_pkg.envs_MyEnv``)."""
+    if preset is not None and _preset_env_id(preset) in (None, env_id):
+        return preset
+    return re.sub(r"[^\w.-]+", "_", env_id)
+
+
+def schema_fields(name: str) -> list[str]:
+    """The keys of the schema class called ``name`` (as OmegaConf names it in "Key 'x' not in 'EvalConfig'")."""
+    schema = globals().get(name)
+    is_schema = isinstance(schema, type) and dataclasses.is_dataclass(schema) and schema.__module__ == __name__
+    return [f.name for f in dataclasses.fields(schema)] if is_schema else []
+
+
+def did_you_mean(key: str, known: list[str]) -> str:
+    """' (did you mean n_timesteps?)' for a misspelt key, '' when nothing is close."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _is_int(tp: Any) -> bool:
+    return tp is int or (typing.get_origin(tp) is typing.Union and int in typing.get_args(tp))
+
+
+def integer_keys() -> set[str]:
+    """Dotted keys typed int in some schema (``n_timesteps``, ``algo.buffer_size``, ``env.n_envs``...): the
+    command line accepts whole floats such as ``1e6`` for them."""
+    keys: set[str] = set()
+
+    def walk(schema: type, prefix: str) -> None:
+        for name, tp in typing.get_type_hints(schema).items():
+            if _is_int(tp):
+                keys.add(prefix + name)
+            elif dataclasses.is_dataclass(tp):
+                walk(tp, f"{prefix}{name}.")
+
+    walk(ExperimentConfig, "")
+    for schema in ALGO_SCHEMAS.values():
+        walk(schema, "algo.")
+    return keys
 
 
 def reject_unknown_keys(node: DictConfig, path: str = "") -> None:
@@ -299,11 +362,12 @@ def reject_unknown_keys(node: DictConfig, path: str = "") -> None:
     schema = OmegaConf.get_type(node)
     if not dataclasses.is_dataclass(schema):
         return
-    known = {f.name for f in dataclasses.fields(schema)}
+    known = [f.name for f in dataclasses.fields(schema)]
     for key in node:
         full = f"{path}.{key}" if path else str(key)
         if key not in known:
-            raise ConfigError(f"{full}: unknown key for {schema.__name__} (valid keys: {', '.join(sorted(known))})")
+            hint = did_you_mean(str(key), known) or f" (valid keys: {', '.join(sorted(known))})"
+            raise ConfigError(f"{full}: unknown key for {schema.__name__}{hint}")
         child = node._get_node(key)
         if isinstance(child, DictConfig):
             reject_unknown_keys(child, full)

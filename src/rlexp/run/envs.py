@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,11 +17,13 @@ from gymnasium.envs.registration import EnvSpec
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
 from stable_baselines3.common.vec_env import (
     DummyVecEnv,
     SubprocVecEnv,
     VecEnv,
+    VecEnvWrapper,
     VecFrameStack,
     VecNormalize,
     VecTransposeImage,
@@ -96,6 +99,76 @@ def make_env_fn(env_cfg: DictConfig, for_eval: bool = False) -> Callable[[], gym
     return functools.partial(gym.make, spec, **_env_kwargs(env_cfg, for_eval))
 
 
+def _one_line(err: BaseException) -> str:
+    return f"{type(err).__name__}: {' '.join(str(err).split())}"
+
+
+def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
+    """One raw env; a failure names the kwarg (or the id) that caused it."""
+    kwargs = _env_kwargs(env_cfg, for_eval)
+    try:
+        return make_env_fn(env_cfg, for_eval)()
+    except ConfigError:
+        raise
+    except Exception as err:
+        found = re.search(r"unexpected keyword argument '(\w+)'", str(err))
+        if found and found.group(1) == "max_episode_steps":
+            key = "env.max_episode_steps"
+        elif found:
+            in_eval = for_eval and found.group(1) in env_cfg.eval_kwargs
+            key = f"env.{'eval_kwargs' if in_eval else 'kwargs'}.{found.group(1)}"
+        else:
+            key = "env.kwargs" if kwargs else "env.id"
+        raise ConfigError(
+            f"{key}: {env_cfg.id} cannot be made with {kwargs or 'no kwargs'} ({_one_line(err)})"
+        ) from None
+
+
+def probe_env(env_cfg: DictConfig, seed: int) -> VecEnv:
+    """One env built in this process as the run will build its envs (kwargs, Monitor, wrappers, a reset,
+    normalization, frame stack), each failure named by its config key; writes no file. For the front door."""
+    if env_cfg.eval_kwargs:
+        _made(env_cfg, for_eval=True).close()
+    env: gym.Env = Monitor(_made(env_cfg, for_eval=False))
+    wrappers = OmegaConf.to_container(env_cfg.wrappers, resolve=True)
+    for name, spec in wrappers.items():  # type: ignore[union-attr]
+        try:
+            env = instantiate(spec, env)
+        except Exception as err:
+            env.close()
+            raise ConfigError(f"env.wrappers.{name}: {_one_line(err)}") from None
+    try:
+        env.reset(seed=seed)
+    except Exception as err:
+        env.close()
+        raise ConfigError(f"env.id={env_cfg.id}: reset() fails ({_one_line(err)})") from None
+    return _Widened(_vec_layers(DummyVecEnv([lambda: env]), env_cfg, None, for_eval=False), env_cfg.n_envs)
+
+
+class _Widened(VecEnvWrapper):
+    """One env that reports ``n_envs`` envs, so that a model built on it for the front door sizes its
+    rollout and replay buffers (and checks them) exactly as the run's model will. Never stepped."""
+
+    def __init__(self, venv: VecEnv, n_envs: int) -> None:
+        super().__init__(venv)
+        self.num_envs = n_envs
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        return self.venv.step_wait()
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        return self.venv.get_attr(attr_name) * self.num_envs
+
+    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any) -> list[Any]:
+        return self.venv.env_method(method_name, *args, **kwargs) * self.num_envs
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class) * self.num_envs
+
+
 def check_env(env_cfg: DictConfig) -> None:
     """Gymnasium's env checker on one env, turned into a one-line error."""
     from gymnasium.utils.env_checker import check_env as gym_check_env
@@ -126,8 +199,6 @@ def build_vec_env(
     """
     wrappers = list(OmegaConf.to_container(env_cfg.wrappers, resolve=True).values())  # type: ignore[union-attr]
     n_envs = 1 if for_eval else env_cfg.n_envs
-    if n_envs < 1:
-        raise ConfigError(f"env.n_envs must be >= 1, got {n_envs}")
     monitor_dir.mkdir(parents=True, exist_ok=True)
     make = make_env_fn(env_cfg, for_eval)
     subproc = VEC_ENV_CLASSES[env_cfg.vec_env.value] is SubprocVecEnv
@@ -140,12 +211,20 @@ def build_vec_env(
         wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
         vec_env_cls=VEC_ENV_CLASSES[env_cfg.vec_env.value],
     )
+    return _vec_layers(venv, env_cfg, normalize_stats, for_eval)
+
+
+def _vec_layers(venv: VecEnv, env_cfg: DictConfig, normalize_stats: Path | None, for_eval: bool) -> VecEnv:
+    """Normalization, frame stack and channels-first images on top of the vector env."""
     if env_cfg.normalize:
         if normalize_stats is not None:
             venv = VecNormalize.load(str(normalize_stats), venv)
         else:
             kwargs = OmegaConf.to_container(env_cfg.normalize_kwargs, resolve=True)
-            venv = VecNormalize(venv, **kwargs)  # type: ignore[arg-type]
+            try:
+                venv = VecNormalize(venv, **kwargs)  # type: ignore[arg-type]
+            except TypeError as err:
+                raise ConfigError(f"env.normalize_kwargs: {_one_line(err)}") from None
         if for_eval:
             venv.training = False
             venv.norm_reward = False

@@ -1,10 +1,15 @@
-"""Builds a new SB3 model from the `algo` config, or loads a trained one to continue training."""
+"""Builds a new SB3 model from the `algo` config, or loads a trained one to continue training.
+
+Each failure is turned into one line naming the config key that caused it; the front door runs these
+builders on a one-env probe before a run dir exists.
+"""
 
 from __future__ import annotations
 
 import inspect
 import json
 import re
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -17,10 +22,40 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.errors import ConfigError
 from rlexp.run.noise import build_action_noise
+from rlexp.run.saving import REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
+
+# replay buffer of the front door's probe model: the configured size is checked, not allocated
+PROBE_BUFFER_SIZE = 1_000
 
 
 def algo_class(cfg: DictConfig) -> type[BaseAlgorithm]:
-    return get_class(cfg.algo._target_)
+    try:
+        cls = get_class(cfg.algo._target_)
+    except Exception as err:
+        raise ConfigError(f"algo._target_={cfg.algo._target_}: {' '.join(str(err).split())}") from None
+    if not (isinstance(cls, type) and issubclass(cls, BaseAlgorithm)):
+        raise ConfigError(f"algo._target_={cfg.algo._target_} is not an SB3 algorithm class")
+    return cls
+
+
+def check_device(device: str) -> None:
+    """``auto``, ``cpu``, ``cuda[:N]`` or ``mps``, and present on this machine."""
+    import torch
+
+    if device == "auto":
+        return
+    present = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        present.append("mps")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"device={device}: not a device; choose auto, cpu, cuda, cuda:N or mps")
+    wanted = f"{dev.type}:{dev.index or 0}" if dev.type == "cuda" else dev.type
+    if wanted not in present:
+        raise ConfigError(f"device={device}: not available on this machine (present: {', '.join(present)})")
 
 
 def resolve_device(cfg: DictConfig) -> str:
@@ -32,37 +67,96 @@ def resolve_device(cfg: DictConfig) -> str:
     return "cpu"
 
 
+def check_policy(cfg: DictConfig) -> None:
+    cls = algo_class(cfg)
+    names = sorted(getattr(cls, "policy_aliases", {}))
+    if cfg.algo.policy not in names:
+        raise ConfigError(f"algo.policy={cfg.algo.policy}: not a policy of {cls.__name__} (choose {', '.join(names)})")
+
+
+def _schedule(cfg: DictConfig, key: str, initial: float) -> Any:
+    """The schedule of ``key`` (lr_schedule, clip_range_schedule), checked at the start and end of training."""
+    try:
+        schedule = instantiate(cfg[key], initial=initial)
+        values = [float(schedule(1.0)), float(schedule(0.0))]
+    except ConfigError:
+        raise
+    except Exception as err:
+        raise ConfigError(f"{key}: {type(err).__name__}: {' '.join(str(err).split())}") from None
+    if not all(v >= 0 and v == v and v != float("inf") for v in values):
+        raise ConfigError(f"{key}: goes from {values[0]} to {values[1]}; a schedule must stay finite and >= 0")
+    return schedule
+
+
 def _schedules(cfg: DictConfig) -> dict[str, Any]:
-    params = {"learning_rate": instantiate(cfg.lr_schedule, initial=cfg.algo.learning_rate)}
+    params = {"learning_rate": _schedule(cfg, "lr_schedule", cfg.algo.learning_rate)}
     if "clip_range" in cfg.algo:
-        params["clip_range"] = instantiate(cfg.clip_range_schedule, initial=cfg.algo.clip_range)
+        params["clip_range"] = _schedule(cfg, "clip_range_schedule", cfg.algo.clip_range)
     elif cfg.clip_range_schedule._target_ != "rlexp.run.schedules.constant":
         raise ConfigError(f"clip_range_schedule: algo={cfg.algo._target_} has no clip_range to schedule")
     return params
 
 
-def build_model(cfg: DictConfig, env: VecEnv) -> BaseAlgorithm:
-    """A new model; refuses an algorithm that cannot act in the env before any env step."""
+def _named_key(cfg: DictConfig, text: str, fallback: str) -> str:
+    """The algo key an SB3 error message names (`batch_size`, n_steps=0), else ``fallback``."""
+    for name in re.findall(r"`(\w+)`|\b(\w+)=", text):
+        name = next(n for n in name if n)
+        if name in cfg.algo:
+            return f"algo.{name}"
+        if name == "n_envs":
+            return "env.n_envs"
+    return fallback
+
+
+def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgorithm:
+    """A new model; refuses an algorithm that cannot act in the env before any env step.
+
+    ``probe``: the front door's check (CPU, quiet, a small replay buffer) of what the run will build.
+    """
     cls = algo_class(cfg)
+    check_policy(cfg)
     make = instantiate(cfg.algo, _partial_=True, _convert_="all")
     if isinstance(make.keywords.get("train_freq"), list):  # YAML has no tuples: [1, episode]
         make.keywords["train_freq"] = tuple(make.keywords["train_freq"])
+    if probe and "buffer_size" in make.keywords:
+        make.keywords["buffer_size"] = min(make.keywords["buffer_size"], PROBE_BUFFER_SIZE)
     extra: dict[str, Any] = _schedules(cfg)
     noise = build_action_noise(cfg.action_noise, env.action_space)
     if noise is not None:
         if "action_noise" not in inspect.signature(cls).parameters:
             raise ConfigError(f"action_noise: {cls.__name__} takes no action noise (use action_noise.kind=none)")
         extra["action_noise"] = noise
+    device = "cpu" if probe else resolve_device(cfg)
+    verbose = 0 if probe else cfg.logger.verbose
     try:
-        return make(env=env, seed=cfg.seed, device=resolve_device(cfg), verbose=cfg.logger.verbose, **extra)
-    except AssertionError as err:
-        if "action spaces" not in str(err):
-            raise
-        supported = ", ".join(re.findall(r"<class '[\w.]+\.(\w+)'>", str(err).split(" but ")[0]))
-        raise ConfigError(
-            f"algo {cls.__name__} cannot act in env.id={cfg.env.id}: its action space is "
-            f"{type(env.action_space).__name__} and {cls.__name__} supports only {supported}"
-        ) from None
+        with warnings.catch_warnings():  # the run's own model says it again
+            if probe:
+                warnings.simplefilter("ignore")
+            model = make(env=env, seed=cfg.seed, device=device, verbose=verbose, _init_setup_model=False, **extra)
+    except Exception as err:
+        text = " ".join(str(err).split())
+        if isinstance(err, AssertionError) and "action spaces" in text:
+            supported = ", ".join(re.findall(r"<class '[\w.]+\.(\w+)'>", text.split(" but ")[0]))
+            raise ConfigError(
+                f"algo {cls.__name__} cannot act in env.id={cfg.env.id}: its action space is "
+                f"{type(env.action_space).__name__} and {cls.__name__} supports only {supported}"
+            ) from None
+        raise ConfigError(f"{_named_key(cfg, text, 'algo')}: {cls.__name__} refuses it ({text})") from None
+    try:
+        model._setup_model()
+    except Exception as err:
+        raise ConfigError(f"{_setup_key(cfg, model)}: {type(err).__name__}: {' '.join(str(err).split())}") from None
+    return model
+
+
+def _setup_key(cfg: DictConfig, model: BaseAlgorithm) -> str:
+    """Which config part broke SB3's _setup_model: the replay buffer (built first) or the policy."""
+    if isinstance(model, OffPolicyAlgorithm) and getattr(model, "replay_buffer", None) is None:
+        for key in ("replay_buffer_class", "replay_buffer_kwargs"):
+            if cfg.algo.get(key):
+                return f"algo.{key}"
+        return "algo.buffer_size"
+    return "algo.policy_kwargs" if cfg.algo.policy_kwargs else "algo.policy"
 
 
 def find_trained_agent(path: str) -> tuple[Path, Path]:
@@ -82,17 +176,77 @@ def _recorded_algo(model_dir: Path) -> str | None:
     for d in (model_dir, model_dir.parent, model_dir.parent.parent):
         summary = d / "summary.json"
         if summary.is_file():
-            return json.loads(summary.read_text()).get("algo_class")
+            try:
+                return json.loads(summary.read_text()).get("algo_class")
+            except (OSError, ValueError) as err:
+                raise ConfigError(f"{summary}: unreadable ({err}); fix or remove it") from None
     return None
+
+
+def _refuse_another_algo(cfg: DictConfig, path: str, model_dir: Path) -> None:
+    recorded = _recorded_algo(model_dir)
+    if recorded is not None and recorded != cfg.algo._target_:
+        raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not algo={cfg.algo._target_}")
+
+
+def trained_agent_stats(cfg: DictConfig) -> Path | None:
+    """The VecNormalize statistics of the agent to continue, checked against env.normalize."""
+    if cfg.trained_agent is None:
+        return None
+    stats = find_trained_agent(cfg.trained_agent)[1] / VECNORMALIZE_FILE
+    if stats.is_file() != bool(cfg.env.normalize):
+        raise ConfigError(
+            f"trained_agent={cfg.trained_agent} was trained with{'' if stats.is_file() else 'out'} "
+            f"VecNormalize; set env.normalize={str(stats.is_file()).lower()}"
+        )
+    return stats if stats.is_file() else None
+
+
+def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
+    """The agent to continue: there, of this algorithm, made for the env's spaces, with matching
+    normalization. Returns warnings (an off-policy agent without its replay buffer)."""
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    cls = algo_class(cfg)
+    path = cfg.trained_agent
+    zip_path, model_dir = find_trained_agent(path)
+    _refuse_another_algo(cfg, path, model_dir)
+    try:
+        data, _, _ = load_from_zip_file(zip_path, device="cpu", print_system_info=False)
+    except Exception as err:
+        raise ConfigError(f"trained_agent={path}: {zip_path} cannot be read as an SB3 model ({err})") from None
+    policy = (data or {}).get("policy_class")
+    policies = tuple(getattr(cls, "policy_aliases", {}).values())
+    if isinstance(policy, type) and policies and not issubclass(policy, policies):
+        raise ConfigError(
+            f"trained_agent={path} cannot be loaded as {cls.__name__} (another algorithm?): "
+            f"its policy is a {policy.__name__}"
+        )
+    for space in ("observation_space", "action_space"):
+        if space in data and data[space] != getattr(env, space):
+            raise ConfigError(
+                f"trained_agent={path} was trained on the {space.replace('_', ' ')} {_describe(data[space])}, "
+                f"but env.id={cfg.env.id} has {_describe(getattr(env, space))}"
+            )
+    trained_agent_stats(cfg)
+    if issubclass(cls, OffPolicyAlgorithm) and not (model_dir / REPLAY_BUFFER_FILE).is_file():
+        return [
+            f"trained_agent={path} brings no replay buffer: {cls.__name__} continues from an empty one "
+            "(runs keep theirs with callbacks.checkpoint.save_replay_buffer=true)"
+        ]
+    return []
+
+
+def _describe(space: Any) -> str:
+    shape = getattr(space, "shape", None)
+    return f"{type(space).__name__}{shape}" if type(space).__name__ == "Box" else str(space)[:200]
 
 
 def load_model(cfg: DictConfig, path: str, env: VecEnv) -> BaseAlgorithm:
     """A saved model with its replay buffer (when saved), its step counter intact."""
     cls = algo_class(cfg)
     zip_path, model_dir = find_trained_agent(path)
-    recorded = _recorded_algo(model_dir)
-    if recorded is not None and recorded != cfg.algo._target_:
-        raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not algo={cfg.algo._target_}")
+    _refuse_another_algo(cfg, path, model_dir)
     try:
         model = cls.load(zip_path, env=env, device=resolve_device(cfg), print_system_info=False)
     except Exception as err:  # SB3 raises whatever the mismatch trips over
@@ -100,7 +254,7 @@ def load_model(cfg: DictConfig, path: str, env: VecEnv) -> BaseAlgorithm:
             f"trained_agent={path} cannot be loaded as {cls.__name__} (another algorithm?): {err}"
         ) from None
     model.set_random_seed(cfg.seed)
-    buffer = model_dir / "replay_buffer.pkl"
+    buffer = model_dir / REPLAY_BUFFER_FILE
     if isinstance(model, OffPolicyAlgorithm) and buffer.is_file():
         model.load_replay_buffer(buffer)
     return model

@@ -10,6 +10,7 @@ died without saving (SIGKILL, node failure) continues from its newest periodic c
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.logger import (
     CSVOutputFormat,
@@ -31,7 +33,7 @@ from stable_baselines3.common.logger import (
 
 from rlexp.cluster.liveness import run_process_is_gone
 from rlexp.errors import Interrupted
-from rlexp.run.callbacks import CHECKPOINT_DIR
+from rlexp.run.callbacks import BEST_DIR, BEST_FILE, CHECKPOINT_DIR, ReportToTrial, SaveBestCallback
 from rlexp.run.saving import save_agent_dir
 
 RESUME_DIR = "resume"
@@ -197,3 +199,24 @@ def restore_evaluations(eval_cb: EvalCallback, run_dir: Path, n_calls: int, upto
             if "successes" in data:
                 eval_cb.evaluations_successes = [list(data["successes"][i]) for i in keep]
     eval_cb.n_calls = n_calls  # env steps / n_envs since the run started: evaluations stay on their steps
+
+
+def restore_evaluation_state(
+    cfg: DictConfig,
+    run_dir: Path,
+    summary: dict[str, Any],
+    resume: ResumePoint,
+    step: int,
+    save_best: SaveBestCallback,
+    reporter: ReportToTrial | None,
+) -> None:
+    """A resumed run's evaluations go on as one series: same schedule, same best, same trial reports."""
+    eval_cb = save_best.parent
+    restore_evaluations(eval_cb, run_dir, (step - summary["start_step"]) // cfg.env.n_envs, upto_step=resume.step)
+    # best/ holds it (its best.json is there even when the run died before updating summary.json)
+    recorded = run_dir / BEST_DIR / BEST_FILE
+    save_best.best = json.loads(recorded.read_text()) if recorded.is_file() else summary.get("best_eval")
+    if save_best.best is not None:
+        eval_cb.best_mean_reward = float(save_best.best["mean"])
+    if reporter is not None:  # the trial's reports go on from the evaluations already reported
+        reporter.values = [float(np.mean(r)) for r in eval_cb.evaluations_results]

@@ -11,6 +11,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig
+
 from rlexp.cluster.liveness import slurm_restart_count
 
 PACKAGES = (
@@ -68,4 +70,28 @@ def provenance() -> dict[str, Any]:
         "pid": os.getpid(),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "slurm_restart": slurm_restart_count(),
+    }
+
+
+def new_summary(
+    cfg: DictConfig, choices: dict[str, Any], run_dir: Path, command: list[str], threads: int, warnings: list[str]
+) -> dict[str, Any]:
+    """summary.json of a run that starts now (status running); the manager adds steps and scores."""
+    return {
+        "status": "running",
+        "algo": choices.get("algo"),
+        "algo_class": cfg.algo._target_,
+        "env": choices.get("env"),
+        "env_id": cfg.env.id,
+        "tuned_file": cfg.tuned_file,
+        "tuned_env_id": cfg.tuned_env_id,
+        "seed": cfg.seed,
+        "torch_threads": threads,
+        "n_timesteps": cfg.n_timesteps,
+        "trained_agent": cfg.trained_agent,
+        "run_dir": str(run_dir.resolve()),
+        "start_time": now(),
+        "command": command,
+        "warnings": warnings,
+        **provenance(),
     }

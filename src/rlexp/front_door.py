@@ -1,0 +1,209 @@
+"""The front door: a bad input costs one line naming its key, and leaves nothing behind.
+
+Before a run dir exists, everything the run will build that can fail on a bad value is built once, on one
+env in this process, writing no file: the env with its kwargs, wrappers and frame stack, the policy and its
+kwargs, device, schedules, action noise, replay buffer, and the trained agent to continue. Ranges that no
+typed schema expresses are checked first. The builders themselves (rlexp.run.envs, rlexp.run.model) name
+the key of whatever fails, so the run would report the same line.
+
+A single run is checked by the ``FrontDoor`` Hydra callback (``on_run_start``: before Hydra creates the
+run dir); a job of a multirun or search is checked by the command in its own dir inside the sweep dir.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from rlexp.errors import ConfigError
+from rlexp.schema import did_you_mean, reject_unknown_keys
+
+log = logging.getLogger(__name__)
+
+_UNIT = ("in [0, 1]", lambda v: 0.0 <= v <= 1.0)
+_POSITIVE = ("> 0", lambda v: v > 0)
+_NOT_NEGATIVE = (">= 0", lambda v: v >= 0)
+# key -> (what it must be, test); a key the algorithm does not have, or a null where null is allowed, is skipped
+RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
+    "n_timesteps": _POSITIVE,
+    "torch_threads": (">= 1", lambda v: v >= 1),
+    "algo.learning_rate": _POSITIVE,
+    "algo.gamma": _UNIT,
+    "algo.gae_lambda": _UNIT,
+    "algo.tau": _UNIT,
+    "algo.exploration_fraction": _UNIT,
+    "algo.exploration_initial_eps": _UNIT,
+    "algo.exploration_final_eps": _UNIT,
+    "algo.batch_size": _POSITIVE,
+    "algo.buffer_size": _POSITIVE,
+    "algo.n_steps": _POSITIVE,
+    "algo.n_epochs": _POSITIVE,
+    "algo.learning_starts": _NOT_NEGATIVE,
+    "algo.clip_range": _POSITIVE,
+    "algo.ent_coef": _NOT_NEGATIVE,
+    "algo.vf_coef": _NOT_NEGATIVE,
+    "algo.max_grad_norm": _POSITIVE,
+    "algo.target_update_interval": _POSITIVE,
+    "algo.policy_delay": _POSITIVE,
+    "algo.n_delta": _POSITIVE,
+    "env.n_envs": _POSITIVE,
+    "env.frame_stack": _NOT_NEGATIVE,
+    "env.max_episode_steps": _POSITIVE,
+    "action_noise.std": _NOT_NEGATIVE,
+    "callbacks.eval.freq": (">= 0 (0: no periodic evaluation)", lambda v: v >= 0),
+    "callbacks.eval.n_episodes": _POSITIVE,
+    "callbacks.eval.n_evaluations": _POSITIVE,
+    "callbacks.eval.final_episodes": _POSITIVE,
+    "callbacks.checkpoint.freq": (">= 0 (0: no checkpoints)", lambda v: v >= 0),
+    "callbacks.checkpoint.keep_last": _POSITIVE,
+}
+
+
+@dataclass
+class Checked:
+    """What the front door found for a run: warnings to log and record, or the error that refuses it."""
+
+    warnings: list[str] = field(default_factory=list)
+    # the topmost directory of the run dir that did not exist yet (removed again if the run is refused)
+    created: Path | None = None
+    error: Exception | None = None
+
+
+def _check_ranges(cfg: DictConfig) -> None:
+    for key, (rule, ok) in RANGES.items():
+        value = OmegaConf.select(cfg, key, default=None)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue  # absent, null, or not a number (SAC's ent_coef: "auto")
+        if not ok(value) or (isinstance(value, float) and not math.isfinite(value)):
+            raise ConfigError(f"{key}={value}: must be {rule}")
+    n_evaluations = cfg.callbacks.eval.n_evaluations
+    if n_evaluations is not None and n_evaluations > cfg.n_timesteps:
+        raise ConfigError(f"callbacks.eval.n_evaluations={n_evaluations}: must be <= n_timesteps={cfg.n_timesteps}")
+
+
+def tuned_options() -> list[str]:
+    """The tuned files on Hydra's search path (the shipped ones when Hydra is not initialised)."""
+    if GlobalHydra.instance().is_initialized():
+        return sorted(GlobalHydra.instance().config_loader().get_group_options("tuned"))
+    return sorted(
+        p.name.removesuffix(".yaml") for p in (files("rlexp.conf") / "tuned").iterdir() if p.name.endswith(".yaml")
+    )
+
+
+def _check_tuned(cfg: DictConfig, choices: dict[str, Any], overrides: list[str]) -> None:
+    """``tuned=<name>`` given explicitly must exist (the defaults list only skips a missing optional file)."""
+    named = [o.split("=", 1)[1] for o in overrides if o.lstrip("+").startswith("tuned=")]
+    if named and cfg.tuned_file != named[-1]:
+        algo = choices.get("algo")
+        same_algo = [t for t in tuned_options() if t.startswith(f"{algo}_")]
+        hint = did_you_mean(named[-1], same_algo) or f" (for {algo}: {', '.join(same_algo) or 'none'})"
+        raise ConfigError(f"tuned={named[-1]}: no such tuned file{hint}")
+
+
+def tuned_note(cfg: DictConfig, choices: dict[str, Any]) -> str:
+    """Which tuned file applies, in one line, for the start of a run."""
+    if cfg.tuned_file:
+        return f"tuned hyperparameters: tuned/{cfg.tuned_file}.yaml (for {cfg.tuned_env_id})"
+    if choices.get("tuned") is None:
+        return "tuned hyperparameters: off (~tuned); the algorithm's defaults"
+    return f"tuned hyperparameters: none for {choices.get('algo')} x {choices.get('env')}; the algorithm's defaults"
+
+
+def _warnings(cfg: DictConfig) -> list[str]:
+    found = []
+    starts = OmegaConf.select(cfg, "algo.learning_starts", default=None)
+    if isinstance(starts, int) and cfg.trained_agent is None and starts >= cfg.n_timesteps:
+        found.append(
+            f"algo.learning_starts={starts} >= n_timesteps={cfg.n_timesteps}: the agent only collects "
+            "random transitions and never trains"
+        )
+    if cfg.tuned_file and cfg.tuned_env_id != cfg.env.id:
+        found.append(
+            f"tuned/{cfg.tuned_file}.yaml was tuned for {cfg.tuned_env_id}, not env.id={cfg.env.id}; "
+            "add ~tuned to train with the algorithm's defaults"
+        )
+    return found
+
+
+def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str]) -> list[str]:
+    """Refuses a bad experiment config with a ConfigError naming the key; returns warnings."""
+    # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
+    from rlexp.run.envs import probe_env, resolve_spec
+    from rlexp.run.model import build_model, check_device, check_policy, check_trained_agent
+
+    reject_unknown_keys(cfg)
+    _check_tuned(cfg, choices, overrides)
+    _check_ranges(cfg)
+    check_device(cfg.device)
+    resolve_spec(cfg.env.id)
+    check_policy(cfg)
+    probe = probe_env(cfg.env, cfg.seed)
+    try:
+        build_model(cfg, probe, probe=True)
+        found = check_trained_agent(cfg, probe) if cfg.trained_agent is not None else []
+    finally:
+        probe.close()
+    return found + _warnings(cfg)
+
+
+def job_config(config: DictConfig) -> DictConfig:
+    """The experiment config of a Hydra config (without its ``hydra`` node), as the task receives it."""
+    cfg = copy.deepcopy(config)
+    with read_write(cfg), open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The topmost directory of ``path`` that does not exist yet."""
+    missing = None
+    for p in [path, *path.parents]:
+        if p.exists():
+            break
+        missing = p
+    return missing
+
+
+_checked: dict[Path, Checked] = {}
+
+
+def checked(run_dir: Path) -> Checked | None:
+    """What FrontDoor found for the single run in ``run_dir`` (None: not checked yet, e.g. a multirun job)."""
+    return _checked.get(run_dir.resolve())
+
+
+class FrontDoor(Callback):
+    """Hydra callback (conf/config.yaml, hydra.callbacks): checks a single run before Hydra creates its dir.
+
+    Hydra turns a callback's exception into a warning, so a refusal is kept for the command to raise
+    first thing (``refusal``); meanwhile Hydra is told not to write its .hydra/ files and job log, which
+    would land in a dir that may hold another run.
+    """
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from rlexp.run.run_dir import check_run_dir
+
+        HydraConfig.instance().set_config(config)  # for ${hydra:...} in the job's config
+        run_dir = Path(str(config.hydra.run.dir))
+        result = Checked(created=_first_missing(run_dir))
+        try:
+            cfg = job_config(config)
+            check_run_dir(cfg, run_dir)  # another run in that dir is refused
+            result.warnings = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task))
+        except Exception as err:
+            result.error = err
+            with read_write(config.hydra), open_dict(config.hydra):
+                config.hydra.output_subdir = None
+                config.hydra.job_logging = {"version": 1, "root": {"level": "INFO"}, "disable_existing_loggers": False}
+        _checked[run_dir.resolve()] = result

@@ -1,0 +1,130 @@
+"""The run dir's life: is it new, a run to resume, a completed run, or someone else's run to leave alone?
+
+A run never writes into a directory that holds another run; a run stopped by a signal, or whose process
+died, is continued there (rlexp.run.preemption says from where).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.errors import ConfigError
+from rlexp.run.preemption import ResumePoint, abandoned, resume_point, set_aside
+
+log = logging.getLogger(__name__)
+SUMMARY_FILE = "summary.json"
+CONFIG_FILE = "config.yaml"
+
+
+def read_summary(run_dir: Path) -> dict[str, Any] | None:
+    """The run's summary.json (None when there is none)."""
+    path = run_dir / SUMMARY_FILE
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{path}: unreadable ({err}); move the run dir aside or choose another one") from None
+
+
+def completed_run(run_dir: Path) -> dict[str, Any] | None:
+    summary = read_summary(run_dir)
+    return summary if summary is not None and summary.get("status") == "completed" else None
+
+
+def _first_difference(old: Any, new: Any, path: str = "") -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(old.keys() | new.keys(), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in old or key not in new:
+                return where
+            found = _first_difference(old[key], new[key], where)
+            if found:
+                return found
+        return ""
+    return "" if old == new else path
+
+
+def config_difference(cfg: DictConfig, run_dir: Path) -> str:
+    """The first key where ``cfg`` differs from the config of the run in ``run_dir`` ('' if none)."""
+    path = run_dir / CONFIG_FILE
+    try:
+        old = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: unreadable ({' '.join(str(err).split())}); choose another run dir") from None
+    new = OmegaConf.to_container(cfg, resolve=True)
+    return "" if old == new else _first_difference(old, new) or "?"
+
+
+def check_run_dir(
+    cfg: DictConfig, run_dir: Path, keep_completed: bool = False
+) -> tuple[dict, ResumePoint | None] | None:
+    """Refuses a run dir that holds another run; returns the summary and resume point of this run when
+    it is there to continue (point None: it died without a checkpoint and starts over), else None.
+
+    ``keep_completed``: this run, completed, is accepted (a multirun run again keeps it)."""
+    summary = read_summary(run_dir)
+    if summary is None:
+        return None
+    if keep_completed and summary.get("status") == "completed" and not config_difference(cfg, run_dir):
+        return None
+    point = resume_point(run_dir, summary)
+    if point is None and not abandoned(summary):
+        status = summary.get("status")
+        owner = (
+            f", by {summary.get('host')} pid {summary.get('pid')}, which may still run" if status == "running" else ""
+        )
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} already holds a run (status {status}{owner}); choose a new "
+            f"directory (to continue that agent: trained_agent={run_dir})"
+        )
+    differs = config_difference(cfg, run_dir)
+    if differs:
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} holds an interrupted run with another config (differs at "
+            f"{differs}); to resume it, re-run its command (command.txt)"
+        )
+    return summary, point
+
+
+def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], ResumePoint] | None:
+    """The summary of the run to continue in ``run_dir`` (stopped by a signal, or its process died;
+    same config) and where to continue it from; None for a new run dir, or for an abandoned run that
+    saved nothing (its files are set aside and it starts over). Any other run there is refused."""
+    found = check_run_dir(cfg, run_dir)
+    if found is None:
+        return None
+    summary, point = found
+    if point is None:
+        log.warning(
+            "the run in %s ended without a checkpoint; starting over (its files: %s)", run_dir, set_aside(run_dir)
+        )
+        return None
+    return summary, point
+
+
+def only_hydra_files(run_dir: Path) -> bool:
+    """The dir holds nothing but what Hydra writes for a job (.hydra/ and the job's log)."""
+    return run_dir.is_dir() and all(p.name == ".hydra" or p.suffix == ".log" for p in run_dir.iterdir())
+
+
+def remove_created(run_dir: Path, created: Path | None) -> None:
+    """Removes a run dir that a refused command created (``created``: the topmost dir it made), and the
+    parents it made when they are empty; never a dir that was there before."""
+    if created is None or not run_dir.resolve().is_relative_to(created.resolve()):
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+    parent = run_dir.parent
+    while parent.resolve().is_relative_to(created.resolve()):
+        try:
+            parent.rmdir()
+        except OSError:  # not empty: another run is there now
+            return
+        parent = parent.parent

@@ -1,0 +1,55 @@
+"""A search trial trained on one seed or several, one after another (the objective is their mean)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+from omegaconf import DictConfig
+
+from rlexp.run.callbacks import ReportToTrial
+from rlexp.run.manager import run
+from rlexp.run.run_dir import completed_run, config_difference
+from rlexp.run.saving import atomic_write_json
+
+
+def run_trial(
+    cfg: DictConfig,
+    run_dir: Path,
+    choices: dict[str, Any],
+    command: list[str],
+    warnings: list[str],
+    trial: optuna.Trial,
+    n_seeds: int,
+) -> float:
+    """One trial of a search: ``n_seeds`` runs with seeds cfg.seed, cfg.seed + 1, ... one after another,
+    each a normal run in ``run_dir/seed_<s>`` (in ``run_dir`` itself for one seed); the objective is
+    the mean of their final evaluations. Pruning may stop the trial during any of them. A trial job
+    started again (a requeued SLURM job) keeps the seeds it completed and resumes the one it stopped in."""
+    if n_seeds == 1:
+        return run(cfg, run_dir, choices, command, warnings, ReportToTrial(trial))
+    seeds = list(range(cfg.seed, cfg.seed + n_seeds))
+    finals: list[float] = []
+    reporters: list[ReportToTrial] = []
+    for seed in seeds:
+        seed_cfg = cfg.copy()
+        seed_cfg.seed = seed
+        seed_dir = run_dir / f"seed_{seed}"
+        per_seed = cfg.callbacks.eval.n_evaluations
+        reporter = ReportToTrial(trial, earlier=[r.values for r in reporters], per_seed=per_seed)
+        done = completed_run(seed_dir)
+        if done is not None and not config_difference(seed_cfg, seed_dir):  # reported by an earlier attempt
+            if (seed_dir / "evaluations.npz").is_file():
+                with np.load(seed_dir / "evaluations.npz") as data:
+                    reporter.values = [float(np.mean(r)) for r in data["results"]]
+            finals.append(done["final_eval"]["mean"])
+        else:
+            seed_command = [arg for arg in command if not arg.startswith("seed=")] + [f"seed={seed}"]
+            finals.append(run(seed_cfg, seed_dir, choices, seed_command, warnings, reporter))
+        reporters.append(reporter)
+    mean = float(np.mean(finals))
+    atomic_write_json(run_dir / "trial.json", {"seeds": seeds, "finals": finals, "mean": mean})
+    print(f"rlexp: trial {trial.number} mean final eval over {n_seeds} seeds: {mean:.2f}")
+    return mean
