@@ -88,6 +88,22 @@ def _one_torch_thread():
     torch.set_num_threads(1)
 
 
+# tests that start services (PostgreSQL, a SLURM cluster) or install Debian packages do so only in CI
+# (CI=true, as .ci/run runs) or when this variable is 1; elsewhere they skip, saying so
+SERVICES_OPT_IN = "RLEXP_TEST_SERVICES"
+
+
+def _may_start_services() -> bool:
+    return os.environ.get("CI") == "true" or os.environ.get(SERVICES_OPT_IN) == "1"
+
+
+def _no_services(what: str) -> None:
+    if not _may_start_services():
+        pytest.skip(f"{what}: starts services as root; set {SERVICES_OPT_IN}=1 (or CI=true) to let the tests do it")
+    if os.geteuid() != 0:
+        pytest.fail(f"{what} needs root to start its services")
+
+
 def _postgres_bin() -> Path | None:
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
     return found[-1].parent if found else None
@@ -99,11 +115,10 @@ def postgres_url():
 
     Runs as the `postgres` OS user in a fresh data dir on a free port, with fsync off (throw-away data).
     """
+    _no_services("PostgreSQL tests")
     pg_bin = _postgres_bin()
-    if pg_bin is None or os.geteuid() != 0:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL tests need Debian's postgresql package and root (.ci/run installs it)")
-        pytest.skip("needs Debian's postgresql package and root")
+    if pg_bin is None:
+        pytest.fail("PostgreSQL tests need Debian's postgresql package (.ci/run installs it)")
     import shutil
     import socket
     import tempfile
@@ -169,10 +184,7 @@ def slurm_cluster():
     if name is not None and name != "rlexp":
         pytest.skip(f"a real SLURM cluster ({name}) is reachable; the tests only submit to their own")
     if name is None:
-        if os.geteuid() != 0:
-            if os.environ.get("CI"):
-                pytest.fail("SLURM tests need root to start a cluster (.ci/run runs as root)")
-            pytest.skip("needs root to start a SLURM cluster")
+        _no_services("SLURM tests")
         subprocess.run(["bash", str(INFRA / "slurm.sh"), "start"], check=True, timeout=1200)
         started = True
     try:

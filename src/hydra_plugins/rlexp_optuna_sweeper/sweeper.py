@@ -24,7 +24,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
@@ -183,7 +183,23 @@ class OptunaSweeper(Sweeper):
             self._check_failure_rate(study)
 
         winner = self._retrain_top_trials(study, fixed) if self.retrain_top_k > 0 else None
-        write_results(study, self.sweep_dir, self.config, plots=self.plots, winner=winner)
+        results = write_results(study, self.sweep_dir, self.config, plots=self.plots, winner=winner)
+        print(self._closing_line(study, results))
+
+    def _closing_line(self, study: optuna.Study, results: dict[str, Any]) -> str:
+        """How the search ended, in one line: trials by state, the best value and where its params are."""
+        done = finished_trials(study)
+        counts = {state: sum(t.state == state for t in done) for state in (TrialState.COMPLETE, TrialState.PRUNED)}
+        failed = len(done) - sum(counts.values())
+        line = (
+            f"rlexp: search {self.study_name} done: {len(done)} trials ({counts[TrialState.COMPLETE]} completed, "
+            f"{counts[TrialState.PRUNED]} pruned, {failed} failed)"
+        )
+        best = results.get("best")
+        if best is None:
+            return line + f"; no trial completed; see {self.sweep_dir / 'trials.csv'}"
+        where = results.get("tuned_file") or str(self.sweep_dir / "optimization_results.yaml")
+        return line + f"; best {best['value']:.6g} (trial {best['trial']}); params: {where}"
 
     def _reseed_for_existing_trials(self, study: optuna.Study) -> None:
         """A fixed seed would replay the first sweep's proposals in a resumed study, and two sweepers
@@ -261,9 +277,14 @@ class OptunaSweeper(Sweeper):
 
     def _run_overrides(self, trial: Any, fixed: list[str], seed: int, subdir: str) -> list[str]:
         """A normal run with the trial's parameters (the per-trial budget explicit for re-run commands)."""
+        budget = (
+            []
+            if any(o.lstrip("+").startswith("n_timesteps=") for o in fixed)
+            else [f"n_timesteps={self.config.n_timesteps}"]
+        )
         return [
             *fixed,
-            f"n_timesteps={self.config.n_timesteps}",
+            *budget,
             *(as_override(key, value) for key, value in trial.params.items()),
             f"seed={seed}",
             f"hydra.sweep.subdir={subdir}",
@@ -274,12 +295,15 @@ class OptunaSweeper(Sweeper):
         return self.seed + number * self.seeds_per_trial
 
     def _job_overrides(self, trial: optuna.Trial, fixed: list[str]) -> list[str]:
-        """The trial's run, connected to its live trial in the study (for reports and pruning)."""
+        """The trial's run, connected to its live trial in the study (for reports and pruning).
+
+        hparams=search declares the env_set keys, so they go as plain ``hydra.*`` overrides that the
+        launchers leave out of each trial's line; without it they must be added (``++``)."""
+        declared = OmegaConf.select(self.config, "hydra.job.env_set", default=None) or {}
+        env = {ENV_STORAGE: f"'{self.storage_url}'", ENV_STUDY: f"'{self.study_name}'", ENV_TRIAL: trial._trial_id}
         return [
             *self._run_overrides(trial, fixed, self._trial_seed(trial.number), str(trial_dir(Path(), trial.number))),
-            f"++hydra.job.env_set.{ENV_STORAGE}='{self.storage_url}'",
-            f"++hydra.job.env_set.{ENV_STUDY}='{self.study_name}'",
-            f"++hydra.job.env_set.{ENV_TRIAL}={trial._trial_id}",
+            *(f"{'' if key in declared else '++'}hydra.job.env_set.{key}={value}" for key, value in env.items()),
         ]
 
     @staticmethod

@@ -130,8 +130,10 @@ def _plots(study: optuna.Study, directory: Path) -> None:
 
 def write_results(
     study: optuna.Study, sweep_dir: Path, config: DictConfig, plots: bool, winner: int | None = None
-) -> None:
-    """``winner``: the trial chosen by robust selection (re-training on fresh seeds), else the best one."""
+) -> dict[str, Any]:
+    """Writes the sweep dir's results and returns optimization_results.yaml's content.
+
+    ``winner``: the trial chosen by robust selection (re-training on fresh seeds), else the best one."""
     trials = study.get_trials(deepcopy=False)
     counts = {state.name: sum(t.state == state for t in trials) for state in TrialState}
     results: dict[str, Any] = {
@@ -165,3 +167,4 @@ def write_results(
     atomic_write_text(sweep_dir / "trials.csv", _csv(trials))
     if plots:
         _plots(study, sweep_dir / "plots")
+    return results

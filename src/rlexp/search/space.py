@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,8 @@ from optuna.distributions import (
 )
 
 from rlexp.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 _MISSING = object()
 
@@ -75,8 +78,47 @@ def parse_search_space(
             algo = OmegaConf.select(config, "algo._target_", default="?")
             raise ConfigError(f"hydra.sweeper.params.{key}: no such key in the config (algo {algo})")
         # the name keeps its prefix: a job adds ++algo.policy_kwargs.net_arch=... to an empty dict
-        space[prefix + key] = _distribution(override)
+        space[prefix + key] = _within_budget(key, _distribution(override), config)
     return space
+
+
+def _budget_caps(config: DictConfig) -> dict[str, tuple[int, str]]:
+    """Largest useful value of parameters that the per-trial budget bounds, and why."""
+    budget = int(config.n_timesteps)
+    n_envs = int(OmegaConf.select(config, "env.n_envs", default=1) or 1)
+    return {
+        # an off-policy agent that spends most of the budget collecting random transitions learns nothing
+        "algo.learning_starts": (budget // 2, f"half the per-trial budget n_timesteps={budget}"),
+        # a rollout longer than the budget is never trained on
+        "algo.n_steps": (max(budget // n_envs, 1), f"n_timesteps={budget} / env.n_envs={n_envs}"),
+    }
+
+
+def _within_budget(key: str, dist: BaseDistribution, config: DictConfig) -> BaseDistribution:
+    """Drops values of ``key`` that would make a trial meaningless for the per-trial budget
+    (e.g. SAC's learning_starts=20000 with 20,000 steps per trial)."""
+    cap = _budget_caps(config).get(key)
+    if cap is None:
+        return dist
+    limit, why = cap
+    if isinstance(dist, CategoricalDistribution):
+        kept = [c for c in dist.choices if not isinstance(c, (int, float)) or c <= limit]
+        if not kept:
+            raise ConfigError(f"hydra.sweeper.params.{key}: every choice {list(dist.choices)} exceeds {limit} ({why})")
+        if len(kept) < len(dist.choices):
+            log.info(
+                "search space: %s drops %s (above %s, %s)", key, [c for c in dist.choices if c not in kept], limit, why
+            )
+        return CategoricalDistribution(kept)
+    if isinstance(dist, (IntDistribution, FloatDistribution)) and dist.high > limit:
+        if dist.low > limit:
+            raise ConfigError(f"hydra.sweeper.params.{key}: starts at {dist.low}, above {limit} ({why})")
+        log.info("search space: %s capped at %s (%s)", key, limit, why)
+        if isinstance(dist, IntDistribution):
+            high = dist.low + (limit - dist.low) // dist.step * dist.step
+            return IntDistribution(dist.low, high, log=dist.log, step=dist.step)
+        return FloatDistribution(dist.low, float(limit), log=dist.log, step=dist.step)
+    return dist
 
 
 def as_override(key: str, value: Any) -> str:
