@@ -27,6 +27,16 @@ def _start(tmp_path, args: list[str], stderr: int = subprocess.DEVNULL) -> subpr
     )
 
 
+def _wait_for_file(path, proc: subprocess.Popen, timeout: float = 300) -> None:
+    """Until ``path`` exists (e.g. evaluations.npz: the run is a known number of steps in)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if path.is_file():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {path}: {proc.poll()=}")
+
+
 def _wait_for_episodes(run_dir, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
     """Until the run has logged n training episodes (so its signal handlers are in place)."""
     monitor = run_dir / "monitor" / "train" / "0.monitor.csv"
@@ -60,7 +70,8 @@ def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, e
     ]
     run = tmp_path / "run"
     proc = _start(tmp_path, args, stderr=subprocess.PIPE)
-    _wait_for_episodes(run, 20, proc)
+    # the first of 4 evaluations: a quarter of the steps done, however fast the agent learns
+    _wait_for_file(run / "evaluations.npz", proc)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signum, err[-2000:]

@@ -15,7 +15,7 @@ import numpy as np
 import optuna
 import pytest
 import yaml
-from conftest import SMALL_SEARCH, rlexp_cli, stderr_lines
+from conftest import SMALL_SEARCH, compose_cfg, rlexp_cli, stderr_lines
 from hydra import compose, initialize_config_module
 from optuna.trial import TrialState
 
@@ -67,6 +67,21 @@ def test_search_end_to_end_results_retrain_and_resume(tmp_path):
     assert results["best"]["value"] == study.best_value
     rows = list(csv.DictReader((sweep / "trials.csv").open()))
     assert [int(r["number"]) for r in rows] == [0, 1, 2, 3]
+    # one closing line: trials by state, the best value, where the params are
+    states = [t.state for t in study.trials]
+    pruned, complete = states.count(TrialState.PRUNED), states.count(TrialState.COMPLETE)
+    assert result.stdout.strip().splitlines()[-1] == (
+        f"rlexp: search ppo-cartpole done: 4 trials ({complete} completed, {pruned} pruned, 0 failed); "
+        f"best {study.best_value:.6g} (trial {study.best_trial.number}); params: {sweep / 'tuned' / 'ppo_cartpole_search.yaml'}"
+    )
+    # each trial's line: the overrides that re-run it, each once, none of the sweeper's plumbing
+    trial_lines = [line for line in result.stderr.splitlines() + result.stdout.splitlines() if "\t#" in line]
+    assert len(trial_lines) == 4
+    for line in trial_lines:
+        overrides = line.split(" : ", 1)[1].split()
+        assert not any("env_set" in o for o in overrides)
+        keys = [o.split("=", 1)[0] for o in overrides]
+        assert len(keys) == len(set(keys)), line
     assert {p.name for p in (sweep / "plots").iterdir()} >= {"history.png", "intermediate_values.png"}
     for t in study.trials:
         summary = json.loads((sweep / f"trial_{t.number:04d}" / "summary.json").read_text())
@@ -390,3 +405,17 @@ def test_a_batch_failed_by_the_launcher_keeps_the_outcomes_its_run_dirs_hold(tmp
     outcomes = [OptunaSweeper._recorded_outcome(t, died) for t in trials]
     assert outcomes[0]._return_value == done["final_eval"]["mean"]
     assert outcomes[1]._return_value is died
+
+
+def test_search_space_fits_the_per_trial_budget():
+    from rlexp.errors import ConfigError
+    from rlexp.search.space import parse_search_space
+
+    cfg, _ = compose_cfg(["hparams=search", "algo=sac", "env=pendulum", "n_timesteps=20000"])
+    space = parse_search_space(cfg.search_space, [], cfg)
+    assert space["algo.learning_starts"].choices == (0, 1000, 10000)  # 20000 would never train
+    cfg, _ = compose_cfg(["hparams=search", "algo=ppo", "env=cartpole", "n_timesteps=1024"])  # tuned: 8 envs
+    space = parse_search_space({"algo.n_steps": "range(16,4096,16)"}, [], cfg)
+    assert (space["algo.n_steps"].low, space["algo.n_steps"].high) == (16, 128)
+    with pytest.raises(ConfigError, match=r"algo.n_steps: every choice \[512, 1024\] exceeds 128"):
+        parse_search_space({"algo.n_steps": "choice(512,1024)"}, [], cfg)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shlex
@@ -35,7 +34,6 @@ USER_ERRORS = (ConfigError, HydraException, OmegaConfBaseException)
 # lines of Hydra's messages that do not help on one line (the "+" advice is wrong for typed groups)
 _FULL_ERROR = os.environ.get("HYDRA_FULL_ERROR") == "1"  # as the user set it
 _WHOLE_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-log = logging.getLogger("rlexp")
 _NOISE = ("object_type=", "To append to your config use", "Set the environment variable HYDRA_FULL_ERROR")
 
 
@@ -57,9 +55,6 @@ def app(cfg: DictConfig) -> float:
             raise checked.error
         command = ["rlexp", *hydra_cfg.overrides.task]
         warnings = checked.warnings if checked else front_door.check(cfg, choices, list(hydra_cfg.overrides.task))
-        log.info(front_door.tuned_note(cfg, choices))
-        for warning in warnings:
-            log.warning(warning)
         trial = job_trial()  # set when this job is a trial of an rlexp search
         if trial is None:
             # a multirun run again (e.g. resubmitted to SLURM) keeps the runs it completed

@@ -30,6 +30,7 @@ from stable_baselines3.common.logger import configure
 
 from rlexp.cluster.launchers import job_threads
 from rlexp.errors import Interrupted
+from rlexp.front_door import tuned_note
 from rlexp.run.callbacks import ReportToTrial, build_callbacks
 from rlexp.run.envs import build_vec_env, check_env, closed_at_end
 from rlexp.run.evaluation import final_evaluation
@@ -77,6 +78,9 @@ def run(
     if keep_completed and done is not None and not config_difference(cfg, run_dir):
         print(f"rlexp: {run_dir} already holds this run, completed (final eval {done['final_eval']['mean']:.2f})")
         return float(done["final_eval"]["mean"])
+    log.info(tuned_note(cfg, choices))
+    for warning in warnings or []:
+        log.warning(warning)
     previous = resumable_run(cfg, run_dir)
     resume = previous[1] if previous else None
     threads = job_threads(cfg.torch_threads)
