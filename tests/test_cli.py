@@ -204,3 +204,19 @@ def test_action_space_mismatch_is_refused_before_any_env_step(pair, tmp_path):
     result = rlexp_cli([*FAST, *pair, "hydra.run.dir=run"], cwd=tmp_path)
     assert result.returncode == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_a_multirun_with_bad_input_writes_no_sweep_dir(tmp_path):
+    result = rlexp_cli(["-m", "seed=0,1", *FAST, "algo.gamma=2", "hydra.sweep.dir=sweep"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert stderr_lines(result) == ["rlexp: error: algo.gamma=2.0: must be in [0, 1]"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_job_of_a_multirun_leaves_no_job_dir(tmp_path):
+    args = ["-m", "algo=sac", "env=pendulum,cartpole", *FAST, "algo.learning_starts=64", "hydra.sweep.dir=sweep"]
+    result = rlexp_cli(args, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Discrete and SAC supports only Box" in stderr_lines(result)[-1]
+    assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == ["0", "multirun.yaml"]
+    assert (tmp_path / "sweep" / "0" / "model.zip").is_file()

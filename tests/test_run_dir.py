@@ -227,3 +227,12 @@ def test_replacing_an_agent_dir_leaves_no_gap_and_no_leftovers(tmp_path):
     save_agent_dir(model, tmp_path / "best")
     assert (tmp_path / "best" / "model.zip").read_bytes() != first
     assert [p.name for p in tmp_path.iterdir()] == ["best"]
+
+
+def test_a_failure_after_training_started_keeps_the_run_dir_with_status_failed(tmp_path):
+    with pytest.raises(RuntimeError, match="crashed at step 100"):
+        train([*FAST, "env.id=broken_envs:CrashingEnv", "~tuned", "env.n_envs=1", "algo.n_steps=64"], tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "failed"
+    assert summary["error"] == "RuntimeError: crashed at step 100"
+    assert (tmp_path / "config.yaml").is_file()

@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 from hydra_plugins.rlexp_launcher.launcher import LocalParallelLauncher
 from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
 from rlexp import front_door
-from rlexp.errors import ConfigError, Interrupted
+from rlexp.errors import ConfigError, Interrupted, Refused
 from rlexp.schema import did_you_mean, integer_keys, register_configs, schema_fields
 
 register_configs()
@@ -51,8 +51,6 @@ def app(cfg: DictConfig) -> float:
     run_dir, choices = Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices)
     checked = front_door.checked(run_dir)  # a single run was checked before its dir existed
     try:
-        if checked is not None and checked.error is not None:
-            raise checked.error
         command = ["rlexp", *hydra_cfg.overrides.task]
         warnings = checked.warnings if checked else front_door.check(cfg, choices, list(hydra_cfg.overrides.task))
         trial = job_trial()  # set when this job is a trial of an rlexp search
@@ -159,6 +157,10 @@ def main() -> None:
             app()
         except USER_ERRORS as err:
             _exit_with(err)
+    except Refused as refused:
+        if _FULL_ERROR or not isinstance(refused.error, USER_ERRORS):
+            raise refused.error from None
+        _exit_with(refused.error)
     except Interrupted as err:
         _stopped(err)
     except Exception as err:

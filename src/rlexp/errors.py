@@ -14,6 +14,17 @@ class ConfigError(ValueError):
     """
 
 
+class Refused(BaseException):
+    """The front door refused the command (``error`` says why) before anything was written.
+
+    A BaseException because Hydra turns a callback's Exception into a warning and goes on.
+    """
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class Interrupted(BaseException):
     """Training stopped on a signal, after writing a resume checkpoint.
 

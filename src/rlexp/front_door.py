@@ -7,7 +7,9 @@ typed schema expresses are checked first. The builders themselves (rlexp.run.env
 the key of whatever fails, so the run would report the same line.
 
 A single run is checked by the ``FrontDoor`` Hydra callback (``on_run_start``: before Hydra creates the
-run dir); a job of a multirun or search is checked by the command in its own dir inside the sweep dir.
+run dir). A multirun or search gets the checks that need no build on its base config (``on_multirun_start``:
+before the sweep dir exists; swept keys are not in it yet), and each of its jobs the whole check, in its
+own dir inside the sweep dir.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, Refused
 from rlexp.schema import did_you_mean, reject_unknown_keys
 
 log = logging.getLogger(__name__)
@@ -72,12 +74,12 @@ RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
 
 @dataclass
 class Checked:
-    """What the front door found for a run: warnings to log and record, or the error that refuses it."""
+    """What the front door found for a single run: warnings to log and record, and the dirs Hydra is
+    about to create for it (removed again should the command fail before the run starts)."""
 
     warnings: list[str] = field(default_factory=list)
-    # the topmost directory of the run dir that did not exist yet (removed again if the run is refused)
+    # the topmost directory of the run dir that did not exist yet
     created: Path | None = None
-    error: Exception | None = None
 
 
 def _check_ranges(cfg: DictConfig) -> None:
@@ -136,18 +138,29 @@ def _warnings(cfg: DictConfig) -> list[str]:
     return found
 
 
-def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str]) -> list[str]:
-    """Refuses a bad experiment config with a ConfigError naming the key; returns warnings."""
-    # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
-    from rlexp.run.envs import probe_env, resolve_spec
-    from rlexp.run.model import build_model, check_device, check_policy, check_trained_agent
+def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str]) -> None:
+    """The checks that build nothing: unknown keys, an explicit tuned file, ranges, the device."""
+    from rlexp.run.model import check_device
 
     reject_unknown_keys(cfg)
     _check_tuned(cfg, choices, overrides)
     _check_ranges(cfg)
     check_device(cfg.device)
+
+
+def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resuming: bool = False) -> list[str]:
+    """Refuses a bad experiment config with a ConfigError naming the key; returns warnings.
+
+    ``resuming``: the run continues in its run dir (Gymnasium's env checker ran when it started)."""
+    # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
+    from rlexp.run.envs import check_env, probe_env, resolve_spec
+    from rlexp.run.model import build_model, check_policy, check_trained_agent
+
+    check_static(cfg, choices, overrides)
     resolve_spec(cfg.env.id)
     check_policy(cfg)
+    if cfg.env.check and not resuming:
+        check_env(cfg.env)
     probe = probe_env(cfg.env, cfg.seed)
     try:
         build_model(cfg, probe, probe=True)
@@ -184,26 +197,29 @@ def checked(run_dir: Path) -> Checked | None:
 
 
 class FrontDoor(Callback):
-    """Hydra callback (conf/config.yaml, hydra.callbacks): checks a single run before Hydra creates its dir.
-
-    Hydra turns a callback's exception into a warning, so a refusal is kept for the command to raise
-    first thing (``refusal``); meanwhile Hydra is told not to write its .hydra/ files and job log, which
-    would land in a dir that may hold another run.
-    """
+    """Hydra callback (conf/config.yaml, hydra.callbacks): refuses bad input before Hydra creates a dir."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from rlexp.run.run_dir import check_run_dir
 
         HydraConfig.instance().set_config(config)  # for ${hydra:...} in the job's config
         run_dir = Path(str(config.hydra.run.dir))
-        result = Checked(created=_first_missing(run_dir))
         try:
             cfg = job_config(config)
-            check_run_dir(cfg, run_dir)  # another run in that dir is refused
-            result.warnings = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task))
+            # another run in that dir is refused before Hydra writes its .hydra/ into it
+            resuming = check_run_dir(cfg, run_dir) is not None
+            found = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task), resuming)
         except Exception as err:
-            result.error = err
-            with read_write(config.hydra), open_dict(config.hydra):
-                config.hydra.output_subdir = None
-                config.hydra.job_logging = {"version": 1, "root": {"level": "INFO"}, "disable_existing_loggers": False}
-        _checked[run_dir.resolve()] = result
+            raise Refused(err) from err
+        _checked[run_dir.resolve()] = Checked(found, _first_missing(run_dir))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        HydraConfig.instance().set_config(config)
+        try:
+            parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+            fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+            check_static(job_config(config), dict(config.hydra.runtime.choices), fixed)
+        except Exception as err:
+            raise Refused(err) from err

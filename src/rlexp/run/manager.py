@@ -32,7 +32,7 @@ from rlexp.cluster.launchers import job_threads
 from rlexp.errors import Interrupted
 from rlexp.front_door import tuned_note
 from rlexp.run.callbacks import ReportToTrial, build_callbacks
-from rlexp.run.envs import build_vec_env, check_env, closed_at_end
+from rlexp.run.envs import build_vec_env, closed_at_end
 from rlexp.run.evaluation import final_evaluation
 from rlexp.run.model import build_model, load_model, trained_agent_stats
 from rlexp.run.preemption import (
@@ -133,8 +133,6 @@ def _train_and_evaluate(
 
     ``resume``: the saved agent of this run's earlier part, to continue from.
     """
-    if cfg.env.check and resume is None:
-        check_env(cfg.env)
     if resume is not None:
         stats = resume.path / VECNORMALIZE_FILE
         normalize_stats = stats if stats.is_file() else None
