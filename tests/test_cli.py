@@ -132,6 +132,9 @@ def test_whole_floats_are_accepted_for_counts(tmp_path):
     assert "n_timesteps: 1000000" in result.stdout and "n_steps: 64" in result.stdout
     result = rlexp_cli(["n_timesteps=1.5", "--cfg", "job"], cwd=tmp_path)  # not whole: still refused
     assert result.returncode == 1 and "n_timesteps" in result.stderr
+    result = rlexp_cli(["seed=9007199254740993", "algo.learning_rate=1e3", "--cfg", "job"], cwd=tmp_path)
+    assert "seed: 9007199254740993" in result.stdout  # integers as written, floats left alone
+    assert "learning_rate: 1000.0" in result.stdout
 
 
 def test_help_lists_real_options_only(tmp_path):
@@ -220,3 +223,57 @@ def test_a_refused_job_of_a_multirun_leaves_no_job_dir(tmp_path):
     assert "Discrete and SAC supports only Box" in stderr_lines(result)[-1]
     assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == ["0", "multirun.yaml"]
     assert (tmp_path / "sweep" / "0" / "model.zip").is_file()
+
+
+CALLBACK = """from stable_baselines3.common.callbacks import BaseCallback
+
+from rlexp.errors import ConfigError
+
+
+class FailsLater(BaseCallback):
+    def _on_step(self):
+        if self.num_timesteps >= 64:
+            raise ConfigError("my_callbacks.FailsLater: threshold reached")
+        return True
+"""
+
+
+def test_a_failure_after_the_run_started_keeps_its_run_dir(tmp_path):
+    (tmp_path / "my_callbacks.py").write_text(CALLBACK)
+    args = [*FAST, "+callbacks.extra.fail._target_=my_callbacks.FailsLater", "hydra.run.dir=run"]
+    result = rlexp_cli(args, cwd=tmp_path)
+    assert result.returncode == 1
+    assert stderr_lines(result)[-1] == "rlexp: error: my_callbacks.FailsLater: threshold reached"
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "failed" and "threshold reached" in summary["error"]
+    assert (tmp_path / "run" / "logs" / "progress.csv").is_file()
+
+
+def test_a_bad_user_callback_is_refused_before_the_run(tmp_path):
+    result = rlexp_cli(
+        [*FAST, "+callbacks.extra.x._target_=collections.OrderedDict", "hydra.run.dir=run"], cwd=tmp_path
+    )
+    assert result.returncode == 1
+    assert "callbacks.extra.x: needs a _target_ naming an SB3 BaseCallback class" in stderr_lines(result)[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tuned_file_of_ones_own_is_accepted(tmp_path):
+    (tmp_path / "conf" / "tuned").mkdir(parents=True)
+    (tmp_path / "conf" / "tuned" / "mine.yaml").write_text("# @package _global_\nalgo:\n  n_steps: 64\n")
+    args = [*FAST, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "tuned=mine", "hydra.run.dir=run"]
+    result = rlexp_cli(args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "n_steps: 64" in (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_a_multirun_leaves_the_device_to_its_jobs(tmp_path):
+    """A GPU job may be submitted from a CPU login node: the device is checked where the job runs."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = rlexp_cli(["-m", "seed=0", *FAST, "device=cuda", "hydra.sweep.dir=sweep"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert stderr_lines(result)[-1] == "rlexp: error: device=cuda: not available on this machine (present: cpu)"
+    assert [p.name for p in (tmp_path / "sweep").iterdir()] == ["multirun.yaml"]  # the job refused, its dir gone

@@ -48,6 +48,15 @@ def test_readme_has_the_examples():
     assert len(_error_examples()) >= 5
 
 
+# what some Usage lines promise beyond running: line substring -> check of (tmp_path, stdout)
+PROMISES = {
+    "env.id=Taxi-v4": lambda d, out: (d / "outputs" / "ppo-Taxi-v4").is_dir(),
+    "env.id=my_pkg.envs:MyEnv": lambda d, out: (d / "outputs" / "ppo-my_pkg.envs_MyEnv").is_dir(),
+    "n_timesteps=1e6": lambda d, out: "n_timesteps: 1000000" in out,
+    "--help": lambda d, out: "_schema" not in out and "algo: a2c" in out,
+}
+
+
 @pytest.mark.parametrize("line", _usage_lines())
 def test_usage_line_runs_as_shown(line, tmp_path):
     args = shlex.split(line)[1:]
@@ -64,10 +73,18 @@ def test_usage_line_runs_as_shown(line, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     if trains:
         assert result.stdout.strip().splitlines()[-1].startswith("rlexp: run saved to ")
+    for shown, promise in PROMISES.items():
+        if shown in line:
+            assert promise(tmp_path, result.stdout), (line, result.stdout[-2000:])
 
 
 @pytest.mark.parametrize(("command", "output"), _error_examples())
 def test_error_example_prints_what_readme_shows(command, output, tmp_path):
+    if "device=cuda" in command:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("shows a machine without CUDA")
     result = _rlexp(shlex.split(command)[1:], tmp_path)
     assert result.returncode == 1
     assert result.stderr.strip() == output

@@ -31,9 +31,10 @@ Plugins.instance().register(LocalParallelLauncher)
 
 # errors caused by what the user typed or configured: reported in one line, without a traceback
 USER_ERRORS = (ConfigError, HydraException, OmegaConfBaseException)
-# lines of Hydra's messages that do not help on one line (the "+" advice is wrong for typed groups)
 _FULL_ERROR = os.environ.get("HYDRA_FULL_ERROR") == "1"  # as the user set it
-_WHOLE_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+# lines of Hydra's messages that do not help on one line (the "+" advice is wrong for typed groups)
 _NOISE = ("object_type=", "To append to your config use", "Set the environment variable HYDRA_FULL_ERROR")
 
 
@@ -68,11 +69,12 @@ def app(cfg: DictConfig) -> float:
             )
         raise
     except USER_ERRORS as err:
-        # refused before the run started: no run dir is left behind (a multirun job's dir is the sweep's)
-        if checked is not None:
-            remove_created(run_dir, checked.created)
-        elif multirun and only_hydra_files(run_dir):
-            shutil.rmtree(run_dir, ignore_errors=True)
+        # refused before the run wrote anything: no run dir is left behind (a multirun job's dir is the sweep's)
+        if only_hydra_files(run_dir):
+            if checked is not None:
+                remove_created(run_dir, checked.created)
+            elif multirun:
+                shutil.rmtree(run_dir, ignore_errors=True)
         # a multirun job re-raises, so that the launcher records the failure and the sweep goes on
         if _FULL_ERROR or multirun:
             raise
@@ -133,10 +135,10 @@ def _whole_numbers(args: list[str]) -> list[str]:
     out = []
     for arg in args:
         key, eq, value = arg.partition("=")
-        parts = value.split(",")
-        numbers = eq and all(_WHOLE_FLOAT.fullmatch(p.strip()) for p in parts)
-        if numbers and key.lstrip("+~") in keys and all(float(p).is_integer() for p in parts):
-            arg = f"{key}={','.join(str(int(float(p))) for p in parts)}"
+        parts = [p.strip() for p in value.split(",")]
+        whole = all(_DECIMAL.fullmatch(p) and float(p).is_integer() for p in parts)
+        if eq and key.lstrip("+~") in keys and whole:  # integers stay as written
+            arg = f"{key}={','.join(p if _INTEGER.fullmatch(p) else str(int(float(p))) for p in parts)}"
         out.append(arg)
     return out
 

@@ -7,6 +7,11 @@ from pathlib import Path
 from typing import Any
 
 
+def one_line_error(err: BaseException) -> str:
+    """``Type: message`` on one line, for errors of the libraries rlexp builds with."""
+    return f"{type(err).__name__}: {' '.join(str(err).split())}"
+
+
 class ConfigError(ValueError):
     """A bad value in the experiment config, reported without a traceback.
 

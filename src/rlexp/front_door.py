@@ -103,23 +103,32 @@ def tuned_options() -> list[str]:
     )
 
 
-def _check_tuned(cfg: DictConfig, choices: dict[str, Any], overrides: list[str]) -> None:
+def _check_tuned(choices: dict[str, Any], overrides: list[str]) -> None:
     """``tuned=<name>`` given explicitly must exist (the defaults list only skips a missing optional file)."""
     named = [o.split("=", 1)[1] for o in overrides if o.lstrip("+").startswith("tuned=")]
-    if named and cfg.tuned_file != named[-1]:
+    options = tuned_options()
+    if named and named[-1] not in options:
         algo = choices.get("algo")
-        same_algo = [t for t in tuned_options() if t.startswith(f"{algo}_")]
-        hint = did_you_mean(named[-1], same_algo) or f" (for {algo}: {', '.join(same_algo) or 'none'})"
+        same_algo = [t for t in options if t.startswith(f"{algo}_")]
+        hint = did_you_mean(named[-1], options) or f" (for {algo}: {', '.join(same_algo) or 'none'})"
         raise ConfigError(f"tuned={named[-1]}: no such tuned file{hint}")
 
 
-def tuned_note(cfg: DictConfig, choices: dict[str, Any]) -> str:
-    """Which tuned file applies, in one line, for the start of a run."""
-    if cfg.tuned_file:
-        return f"tuned hyperparameters: tuned/{cfg.tuned_file}.yaml (for {cfg.tuned_env_id})"
-    if choices.get("tuned") is None:
-        return "tuned hyperparameters: off (~tuned); the algorithm's defaults"
-    return f"tuned hyperparameters: none for {choices.get('algo')} x {choices.get('env')}; the algorithm's defaults"
+def _check_extra_callbacks(cfg: DictConfig) -> None:
+    """User callbacks name an SB3 callback class (they are built once, by the run: they may log or connect)."""
+    from hydra.utils import get_class
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    for name, spec in cfg.callbacks.extra.items():
+        target = spec.get("_target_") if isinstance(spec, DictConfig) else None
+        try:
+            cls = get_class(target) if target else None
+        except Exception as err:
+            raise ConfigError(f"callbacks.extra.{name}._target_={target}: {' '.join(str(err).split())}") from None
+        if not (isinstance(cls, type) and issubclass(cls, BaseCallback)):
+            raise ConfigError(
+                f"callbacks.extra.{name}: needs a _target_ naming an SB3 BaseCallback class, got {target}"
+            )
 
 
 def _warnings(cfg: DictConfig) -> list[str]:
@@ -138,14 +147,15 @@ def _warnings(cfg: DictConfig) -> list[str]:
     return found
 
 
-def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str]) -> None:
-    """The checks that build nothing: unknown keys, an explicit tuned file, ranges, the device."""
+def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], here: bool = True) -> None:
+    """The checks that build nothing: unknown keys, an explicit tuned file, ranges, the device (``here``:
+    present on this machine, which is where the run will train)."""
     from rlexp.run.model import check_device
 
     reject_unknown_keys(cfg)
-    _check_tuned(cfg, choices, overrides)
+    _check_tuned(choices, overrides)
     _check_ranges(cfg)
-    check_device(cfg.device)
+    check_device(cfg.device, here)
 
 
 def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resuming: bool = False) -> list[str]:
@@ -153,12 +163,11 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
 
     ``resuming``: the run continues in its run dir (Gymnasium's env checker ran when it started)."""
     # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
-    from rlexp.run.envs import check_env, probe_env, resolve_spec
-    from rlexp.run.model import build_model, check_policy, check_trained_agent
+    from rlexp.run.envs import check_env, probe_env
+    from rlexp.run.model import build_model, check_trained_agent
 
     check_static(cfg, choices, overrides)
-    resolve_spec(cfg.env.id)
-    check_policy(cfg)
+    _check_extra_callbacks(cfg)
     if cfg.env.check and not resuming:
         check_env(cfg.env)
     probe = probe_env(cfg.env, cfg.seed)
@@ -207,11 +216,12 @@ class FrontDoor(Callback):
         try:
             cfg = job_config(config)
             # another run in that dir is refused before Hydra writes its .hydra/ into it
-            resuming = check_run_dir(cfg, run_dir) is not None
-            found = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task), resuming)
+            found = check_run_dir(cfg, run_dir)
+            resuming = found is not None and found[1] is not None  # (else: absent, or starts over)
+            warnings = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task), resuming)
         except Exception as err:
             raise Refused(err) from err
-        _checked[run_dir.resolve()] = Checked(found, _first_missing(run_dir))
+        _checked[run_dir.resolve()] = Checked(warnings, _first_missing(run_dir))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -220,6 +230,7 @@ class FrontDoor(Callback):
         try:
             parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
             fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
-            check_static(job_config(config), dict(config.hydra.runtime.choices), fixed)
+            # the jobs may train elsewhere (a GPU node): whether the device is there is theirs to check
+            check_static(job_config(config), dict(config.hydra.runtime.choices), fixed, here=False)
         except Exception as err:
             raise Refused(err) from err

@@ -41,4 +41,5 @@ class OptunaSweeperConf:
     retrain_seeds: int = 3
 
 
-ConfigStore.instance().store(group="hydra/sweeper", name="optuna_schema", node=OptunaSweeperConf, provider="rlexp")
+# at the root, not in hydra/sweeper: it is no sweeper option of its own
+ConfigStore.instance().store(name="hydra_sweeper_optuna_schema", node=OptunaSweeperConf, provider="rlexp")

@@ -179,8 +179,12 @@ class OptunaSweeper(Sweeper):
             self.job_idx += len(batch)
             for trial, ret in zip(trials, returns, strict=True):
                 self._tell(study, trial, ret)
-            write_results(study, self.sweep_dir, self.config, plots=False)
-            self._check_failure_rate(study)
+            results = write_results(study, self.sweep_dir, self.config, plots=False)
+            try:
+                self._check_failure_rate(study)
+            except ConfigError:
+                print(self._closing_line(study, results))
+                raise
 
         winner = self._retrain_top_trials(study, fixed) if self.retrain_top_k > 0 else None
         results = write_results(study, self.sweep_dir, self.config, plots=self.plots, winner=winner)

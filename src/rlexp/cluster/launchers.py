@@ -51,5 +51,6 @@ class LocalParallelConf(LocalQueueConf):
 
 def register_launcher_configs() -> None:
     cs = ConfigStore.instance()
-    cs.store(group="hydra/launcher", name="slurm_schema", node=SlurmConf, provider="rlexp")
-    cs.store(group="hydra/launcher", name="local_parallel_schema", node=LocalParallelConf, provider="rlexp")
+    # at the root, not in hydra/launcher: they are no launcher options of their own
+    cs.store(name="hydra_launcher_slurm_schema", node=SlurmConf, provider="rlexp")
+    cs.store(name="hydra_launcher_local_parallel_schema", node=LocalParallelConf, provider="rlexp")

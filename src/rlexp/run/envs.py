@@ -29,7 +29,7 @@ from stable_baselines3.common.vec_env import (
     VecTransposeImage,
 )
 
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, one_line_error
 
 VEC_ENV_CLASSES = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
 EVAL_SEED_OFFSET = 10_000  # eval episodes never share a seed with training episodes
@@ -99,10 +99,6 @@ def make_env_fn(env_cfg: DictConfig, for_eval: bool = False) -> Callable[[], gym
     return functools.partial(gym.make, spec, **_env_kwargs(env_cfg, for_eval))
 
 
-def _one_line(err: BaseException) -> str:
-    return f"{type(err).__name__}: {' '.join(str(err).split())}"
-
-
 def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
     """One raw env; a failure names the kwarg (or the id) that caused it."""
     kwargs = _env_kwargs(env_cfg, for_eval)
@@ -120,7 +116,7 @@ def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
         else:
             key = "env.kwargs" if kwargs else "env.id"
         raise ConfigError(
-            f"{key}: {env_cfg.id} cannot be made with {kwargs or 'no kwargs'} ({_one_line(err)})"
+            f"{key}: {env_cfg.id} cannot be made with {kwargs or 'no kwargs'} ({one_line_error(err)})"
         ) from None
 
 
@@ -136,18 +132,18 @@ def probe_env(env_cfg: DictConfig, seed: int) -> VecEnv:
             env = instantiate(spec, env)
         except Exception as err:
             env.close()
-            raise ConfigError(f"env.wrappers.{name}: {_one_line(err)}") from None
+            raise ConfigError(f"env.wrappers.{name}: {one_line_error(err)}") from None
     try:
         env.reset(seed=seed)
     except Exception as err:
         env.close()
-        raise ConfigError(f"env.id={env_cfg.id}: reset() fails ({_one_line(err)})") from None
+        raise ConfigError(f"env.id={env_cfg.id}: reset() fails ({one_line_error(err)})") from None
     return _Widened(_vec_layers(DummyVecEnv([lambda: env]), env_cfg, None, for_eval=False), env_cfg.n_envs)
 
 
 class _Widened(VecEnvWrapper):
-    """One env that reports ``n_envs`` envs, so that a model built on it for the front door sizes its
-    rollout and replay buffers (and checks them) exactly as the run's model will. Never stepped."""
+    """One env that reports ``n_envs`` envs, so that a model built on it for the front door checks
+    n_envs-dependent settings (n_steps * n_envs, batch sizes) as the run's model will. Never stepped."""
 
     def __init__(self, venv: VecEnv, n_envs: int) -> None:
         super().__init__(venv)
@@ -224,7 +220,7 @@ def _vec_layers(venv: VecEnv, env_cfg: DictConfig, normalize_stats: Path | None,
             try:
                 venv = VecNormalize(venv, **kwargs)  # type: ignore[arg-type]
             except TypeError as err:
-                raise ConfigError(f"env.normalize_kwargs: {_one_line(err)}") from None
+                raise ConfigError(f"env.normalize_kwargs: {one_line_error(err)}") from None
         if for_eval:
             venv.training = False
             venv.norm_reward = False

@@ -30,7 +30,6 @@ from stable_baselines3.common.logger import configure
 
 from rlexp.cluster.launchers import job_threads
 from rlexp.errors import Interrupted
-from rlexp.front_door import tuned_note
 from rlexp.run.callbacks import ReportToTrial, build_callbacks
 from rlexp.run.envs import build_vec_env, closed_at_end
 from rlexp.run.evaluation import final_evaluation
@@ -45,7 +44,7 @@ from rlexp.run.preemption import (
 )
 from rlexp.run.run_dir import completed_run, config_difference, resumable_run
 from rlexp.run.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
-from rlexp.run.summary import new_summary, now, provenance
+from rlexp.run.summary import new_summary, now, provenance, tuned_note
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, one_line_error
 from rlexp.run.noise import build_action_noise
 from rlexp.run.saving import REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
 
@@ -32,27 +32,30 @@ def algo_class(cfg: DictConfig) -> type[BaseAlgorithm]:
     try:
         cls = get_class(cfg.algo._target_)
     except Exception as err:
-        raise ConfigError(f"algo._target_={cfg.algo._target_}: {' '.join(str(err).split())}") from None
+        raise ConfigError(f"algo._target_={cfg.algo._target_}: {one_line_error(err)}") from None
     if not (isinstance(cls, type) and issubclass(cls, BaseAlgorithm)):
         raise ConfigError(f"algo._target_={cfg.algo._target_} is not an SB3 algorithm class")
     return cls
 
 
-def check_device(device: str) -> None:
-    """``auto``, ``cpu``, ``cuda[:N]`` or ``mps``, and present on this machine."""
+def check_device(device: str, here: bool = True) -> None:
+    """``auto``, ``cpu``, ``cuda[:N]`` or ``mps``; ``here``: and present on this machine (not asked where
+    the jobs run elsewhere, e.g. a GPU SLURM job submitted from a login node)."""
     import torch
 
     if device == "auto":
         return
-    present = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    if torch.backends.mps.is_available():
-        present.append("mps")
     try:
         dev = torch.device(device)
     except RuntimeError:
         dev = None
     if dev is None or dev.type not in ("cpu", "cuda", "mps"):
         raise ConfigError(f"device={device}: not a device; choose auto, cpu, cuda, cuda:N or mps")
+    if not here:
+        return
+    present = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        present.append("mps")
     wanted = f"{dev.type}:{dev.index or 0}" if dev.type == "cuda" else dev.type
     if wanted not in present:
         raise ConfigError(f"device={device}: not available on this machine (present: {', '.join(present)})")
@@ -82,7 +85,7 @@ def _schedule(cfg: DictConfig, key: str, initial: float) -> Any:
     except ConfigError:
         raise
     except Exception as err:
-        raise ConfigError(f"{key}: {type(err).__name__}: {' '.join(str(err).split())}") from None
+        raise ConfigError(f"{key}: {one_line_error(err)}") from None
     if not all(v >= 0 and v == v and v != float("inf") for v in values):
         raise ConfigError(f"{key}: goes from {values[0]} to {values[1]}; a schedule must stay finite and >= 0")
     return schedule
@@ -111,7 +114,8 @@ def _named_key(cfg: DictConfig, text: str, fallback: str) -> str:
 def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgorithm:
     """A new model; refuses an algorithm that cannot act in the env before any env step.
 
-    ``probe``: the front door's check (CPU, quiet, a small replay buffer) of what the run will build.
+    ``probe``: the front door's check (CPU, quiet, a small replay buffer) of what the run will build;
+    its failures become one line naming the config key.
     """
     cls = algo_class(cfg)
     check_policy(cfg)
@@ -134,6 +138,8 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
                 warnings.simplefilter("ignore")
             model = make(env=env, seed=cfg.seed, device=device, verbose=verbose, _init_setup_model=False, **extra)
     except Exception as err:
+        if not probe:  # the front door built this config: anything else is not the config's fault
+            raise
         text = " ".join(str(err).split())
         if isinstance(err, AssertionError) and "action spaces" in text:
             supported = ", ".join(re.findall(r"<class '[\w.]+\.(\w+)'>", text.split(" but ")[0]))
@@ -145,7 +151,9 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
     try:
         model._setup_model()
     except Exception as err:
-        raise ConfigError(f"{_setup_key(cfg, model)}: {type(err).__name__}: {' '.join(str(err).split())}") from None
+        if not probe:
+            raise
+        raise ConfigError(f"{_setup_key(cfg, model)}: {one_line_error(err)}") from None
     return model
 
 

@@ -95,3 +95,12 @@ def new_summary(
         "warnings": warnings,
         **provenance(),
     }
+
+
+def tuned_note(cfg: DictConfig, choices: dict[str, Any]) -> str:
+    """Which tuned file applies, in one line, for the start of a run."""
+    if cfg.tuned_file:
+        return f"tuned hyperparameters: tuned/{cfg.tuned_file}.yaml (for {cfg.tuned_env_id})"
+    if choices.get("tuned") is None:
+        return "tuned hyperparameters: off (~tuned); the algorithm's defaults"
+    return f"tuned hyperparameters: none for {choices.get('algo')} x {choices.get('env')}; the algorithm's defaults"
