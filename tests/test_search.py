@@ -134,7 +134,8 @@ def test_pruned_trials_stop_early_and_are_recorded_as_pruned(tmp_path):
 
 
 def test_failing_trials_are_recorded_and_stop_the_sweep_past_the_failure_rate(tmp_path):
-    broken = ["env.max_episode_steps=0"]  # every job fails (TimeLimit refuses 0)
+    # every job fails (its front door refuses 0); a sweep, so that the search's own check lets it through
+    broken = ["env.max_episode_steps=choice(0)"]
     result = rlexp_cli(
         [*SMALL, "hydra.sweeper.n_trials=2", "hydra.sweeper.max_failure_rate=1.0", *broken], cwd=tmp_path, timeout=600
     )

@@ -23,7 +23,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
@@ -95,12 +94,26 @@ def _check_ranges(cfg: DictConfig) -> None:
 
 
 def tuned_options() -> list[str]:
-    """The tuned files on Hydra's search path (the shipped ones when Hydra is not initialised)."""
-    if GlobalHydra.instance().is_initialized():
-        return sorted(GlobalHydra.instance().config_loader().get_group_options("tuned"))
-    return sorted(
-        p.name.removesuffix(".yaml") for p in (files("rlexp.conf") / "tuned").iterdir() if p.name.endswith(".yaml")
-    )
+    """The tuned files on this command's config search path (hydra.searchpath included); the shipped
+    ones outside a Hydra app."""
+    if not HydraConfig.initialized():
+        return sorted(
+            p.name.removesuffix(".yaml") for p in (files("rlexp.conf") / "tuned").iterdir() if p.name.endswith(".yaml")
+        )
+    names: set[str] = set()
+    for source in HydraConfig.get().runtime.config_sources:
+        try:
+            if source.schema == "file":
+                folder: Any = Path(source.path) / "tuned"
+            elif source.schema == "pkg":
+                folder = files(source.path.replace("/", ".")) / "tuned"
+            else:  # structured configs: tuned files are YAML
+                continue
+            if folder.is_dir():
+                names.update(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+        except (ImportError, OSError):
+            continue
+    return sorted(names)
 
 
 def _check_tuned(choices: dict[str, Any], overrides: list[str]) -> None:
