@@ -192,3 +192,17 @@ def slurm_cluster():
     finally:
         if started:
             subprocess.run(["bash", str(INFRA / "slurm.sh"), "stop"], timeout=300)
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 1 MiB tmpfs mounted in tmp_path (root; only where the tests may change the system, as for services)."""
+    _no_services("tests on a small tmpfs")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,7 +131,7 @@ def test_a_killed_run_resumes_from_its_newest_checkpoint(tmp_path):
         "n_timesteps=30000",
         "logger=csv",
         "callbacks=checkpoints",
-        "callbacks.checkpoint.freq=4096",
+        "callbacks.checkpoint.freq=4000",  # not a multiple of the 256-step rollouts
         "callbacks.eval.n_evaluations=3",
         "callbacks.eval.n_episodes=2",
     ]
@@ -162,8 +164,9 @@ def test_a_multirun_run_again_keeps_its_completed_runs(tmp_path):
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stdout.count("already holds this run, completed") == 2
     after = {p: p.read_bytes() for p in (tmp_path / "sweep").rglob("*") if p.is_file() and ".hydra" not in p.parts}
-    assert {p: b for p, b in after.items() if p.name != "multirun.yaml"} == {
-        p: b for p, b in before.items() if p.name != "multirun.yaml"
+    bookkeeping = ("multirun.yaml", ".rlexp.lock")  # the lock file names its latest holder
+    assert {p: b for p, b in after.items() if p.name not in bookkeeping} == {
+        p: b for p, b in before.items() if p.name not in bookkeeping
     }
 
 
@@ -185,3 +188,121 @@ def test_a_killed_run_without_checkpoints_starts_over_and_keeps_its_files_aside(
     aside = run / ".abandoned_1"
     assert json.loads((aside / "summary.json").read_text())["start_time"] == killed["start_time"]
     assert (aside / "monitor" / "train" / "0.monitor.csv").is_file()
+
+
+def test_the_printed_hint_finishes_a_run_in_a_dir_with_spaces_and_its_searchpath(tmp_path):
+    """The hint and command.txt re-run the run exactly: Hydra-quoted run dir, hydra.searchpath kept."""
+    (tmp_path / "conf" / "tuned").mkdir(parents=True)
+    (tmp_path / "conf" / "tuned" / "mine.yaml").write_text("# @package _global_\nalgo:\n  n_steps: 64\n")
+    run = tmp_path / "my runs" / "essai ü"
+    args = [
+        "n_timesteps=20000",
+        "logger=csv",
+        "callbacks.eval.n_evaluations=4",
+        "callbacks.eval.n_episodes=2",
+        "callbacks.eval.final_episodes=2",
+        "tuned=mine",
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        f"hydra.run.dir='{run}'",
+    ]
+    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    _wait_for_file(run / "evaluations.npz", proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    hint = err.strip().splitlines()[-1].split("; to finish the run: ", 1)[1]
+    assert (run / "command.txt").read_text().strip() == hint
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    resumed = subprocess.run(["bash", "-c", hint], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed" and len(summary["resumed"]) == 1
+
+
+ENDLESS = """import pathlib
+
+import gymnasium as gym
+import numpy as np
+
+
+class EndlessEnv(gym.Env):
+    \"\"\"Evaluation episodes that never end (a good agent, no time limit) until the file ``release`` exists;
+    ``marker`` is written at each reset, so that a test knows an evaluation has begun. Training episodes
+    (endless=False) last 20 steps.\"\"\"
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, endless=False, marker=None, release=None):
+        self.endless, self.marker, self.release, self.steps = endless, marker, release, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.marker:
+            pathlib.Path(self.marker).write_text("reset")
+        self.steps = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        if self.endless:
+            done = self.release is not None and pathlib.Path(self.release).exists()
+        else:
+            done = self.steps >= 20
+        return np.zeros(2, np.float32), 1.0, done, False, {}
+"""
+
+
+def _endless_eval(tmp_path) -> list[str]:
+    """Training episodes of 20 steps; evaluation episodes that run until tmp_path/release exists."""
+    (tmp_path / "endless.py").write_text(ENDLESS)
+    return [
+        "env.id=endless:EndlessEnv",
+        "~tuned",
+        "+env.eval_kwargs.endless=true",
+        f"+env.eval_kwargs.marker={tmp_path / 'evaluating'}",
+        f"+env.eval_kwargs.release={tmp_path / 'release'}",
+        "logger=csv",
+    ]
+
+
+def test_a_stop_signal_abandons_a_periodic_evaluation_that_would_never_end(tmp_path):
+    args = [*_endless_eval(tmp_path), "n_timesteps=2048", "algo.n_steps=64", "algo.batch_size=64"]
+    args += ["callbacks.eval.freq=512", "callbacks.eval.n_episodes=1", "callbacks.eval.final_episodes=1"]
+    args += ["hydra.run.dir=run"]
+    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    _wait_for_file(tmp_path / "evaluating", proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)  # the endless evaluation is not waited for
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    stopped = json.loads((tmp_path / "run" / "summary.json").read_text())
+    # counted at the start of the rollout the evaluation cut: 512 steps = 8 rollouts of 64
+    assert (stopped["status"], stopped["steps_done"]) == ("interrupted", 448)
+    (tmp_path / "release").write_text("")  # evaluations end from now on
+    resumed = rlexp_cli(args, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["steps_done"] == 2048
+    # the abandoned evaluation ran again on resume, on the same schedule as a run never stopped
+    assert list(np.load(tmp_path / "run" / "evaluations.npz")["timesteps"]) == [512, 1024, 1536, 2048]
+
+
+def test_a_stop_signal_during_a_multiruns_final_evaluation_ends_the_sweep(tmp_path):
+    no_periodic = ["callbacks=none", "callbacks.eval.freq=0"]  # FAST asks for periodic evaluations
+    args = ["-m", "seed=0,1", *_endless_eval(tmp_path), *FAST, *no_periodic, "algo.n_steps=64", "algo.batch_size=64"]
+    args.append("hydra.sweep.dir=sweep")
+    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    _wait_for_file(tmp_path / "evaluating", proc)  # job 0 saved its agent and began its final evaluation
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "re-run the same command with hydra.sweep.dir=sweep" in err.strip().splitlines()[-1]
+    assert not (tmp_path / "sweep" / "1").exists()  # the next job never started
+    stopped = json.loads((tmp_path / "sweep" / "0" / "summary.json").read_text())
+    assert (stopped["status"], stopped["steps_done"]) == ("interrupted", 256)  # all trained, not evaluated
+    (tmp_path / "release").write_text("")
+    again = rlexp_cli(args, cwd=tmp_path)  # job 0 only evaluates (nothing left to train), job 1 runs
+    assert again.returncode == 0, again.stderr[-2000:]
+    for job in ("0", "1"):
+        assert json.loads((tmp_path / "sweep" / job / "summary.json").read_text())["status"] == "completed"

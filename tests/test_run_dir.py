@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import pickle
@@ -14,22 +15,23 @@ import zipfile
 
 import numpy as np
 import pytest
-from conftest import FAST, train
+from conftest import FAST, rlexp_cli, stderr_lines, train
 
 from rlexp.errors import ConfigError
 
 
 def test_run_dir_is_complete(tmp_path):
-    summary = train([*FAST, "logger=default", "callbacks.checkpoint.freq=128"], tmp_path)
+    # 3 rollouts of 8 envs x 32 steps; checkpoints at the rollout boundaries past each 256 steps
+    summary = train([*FAST, "n_timesteps=768", "logger=default", "callbacks.checkpoint.freq=256"], tmp_path)
     for name in ["model.zip", "best/model.zip", "evaluations.npz", "config.yaml", "command.txt", "summary.json"]:
         assert (tmp_path / name).is_file(), name
     assert list((tmp_path / "monitor" / "train").glob("*.monitor.csv"))
     assert list((tmp_path / "monitor" / "eval").glob("*.monitor.csv"))
     assert list((tmp_path / "logs").glob("events.out.tfevents.*"))
     assert (tmp_path / "logs" / "progress.csv").is_file()
-    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000000000128", "step_000000000256"]
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000000000256", "step_000000000512"]
     assert "tuned_file: ppo_cartpole" in (tmp_path / "config.yaml").read_text()
-    assert "n_timesteps: 256" in (tmp_path / "config.yaml").read_text()  # after overrides
+    assert "n_timesteps: 768" in (tmp_path / "config.yaml").read_text()  # after overrides
     assert summary["status"] == "completed"
     assert summary["tuned_file"] == "ppo_cartpole"
     assert (summary["algo"], summary["env"], summary["env_id"], summary["seed"]) == (
@@ -38,7 +40,7 @@ def test_run_dir_is_complete(tmp_path):
         "CartPole-v1",
         0,
     )
-    assert summary["steps_done"] == 256
+    assert summary["steps_done"] == 768
     for key in ["python", "torch", "stable-baselines3", "gymnasium", "rlexp"]:
         assert summary["versions"][key]
     for key in ["host", "start_time", "end_time", "git", "final_eval", "best_eval"]:
@@ -127,10 +129,8 @@ def test_continue_training_keeps_counter_statistics_and_buffer(algo, env, extra,
     assert second["steps_done"] == first["steps_done"] + 256
     stats_after = _obs_count(tmp_path / "second")
     assert stats_after > stats_before + 255  # statistics continued, not restarted
-    if algo == "ppo":  # checkpoints keep their schedule across the continuation: 288, 384, 480
-        assert [p.name for p in sorted((tmp_path / "second" / "checkpoints").iterdir())] == [
-            f"step_{n:012d}" for n in (288, 384, 480)
-        ]
+    if algo == "ppo":  # the schedule goes on (next at 288) at rollout boundaries (every 128): 384
+        assert [p.name for p in sorted((tmp_path / "second" / "checkpoints").iterdir())] == ["step_000000000384"]
     if algo == "sac":
         from stable_baselines3 import SAC
 
@@ -236,3 +236,99 @@ def test_a_failure_after_training_started_keeps_the_run_dir_with_status_failed(t
     assert summary["status"] == "failed"
     assert summary["error"] == "RuntimeError: crashed at step 100"
     assert (tmp_path / "config.yaml").is_file()
+
+
+def test_leftovers_of_an_interrupted_save_are_cleaned_and_a_cut_best_swap_restored(tmp_path):
+    from rlexp.run.saving import recover_partial_saves
+
+    (tmp_path / ".model.tmp4242.zip").write_bytes(b"")  # killed during the final save
+    (tmp_path / ".best.old").mkdir()  # killed between the two renames that swap in best/
+    (tmp_path / ".best.old" / "model.zip").write_bytes(b"best")
+    (tmp_path / "checkpoints" / ".step_000000000256.tmp4242").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "step_000000000128").mkdir()
+    (tmp_path / "checkpoints" / ".step_000000000128.old").mkdir()  # swap finished: the old set is stale
+    recover_partial_saves(tmp_path)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
+        "best",
+        "best/model.zip",
+        "checkpoints",
+        "checkpoints/step_000000000128",
+    ]
+    assert (tmp_path / "best" / "model.zip").read_bytes() == b"best"
+
+
+def test_one_owner_per_run_dir_when_three_start_at_once(tmp_path):
+    """Three identical commands on one run dir: one trains, the others are refused and write nothing."""
+    args = [sys.executable, "-m", "rlexp", "n_timesteps=4096", "logger=csv", "callbacks=none", "hydra.run.dir=run"]
+    procs = [
+        subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    results = [(p.wait(timeout=600), p.stderr.read()) for p in procs]
+    assert sorted(rc for rc, _ in results) == [0, 1, 1], results
+    for rc, err in results:
+        if rc == 1:  # in use by the winner (its lock, or its summary if they came later)
+            last = err.strip().splitlines()[-1]
+            assert "is in use by" in last or "already holds a run (status " in last, last
+    steps = [
+        int(r["time/total_timesteps"]) for r in csv.DictReader((tmp_path / "run" / "logs" / "progress.csv").open())
+    ]
+    assert steps == sorted(set(steps))  # one writer, not interleaved
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "completed"
+
+
+def test_a_run_killed_in_a_pid_namespace_resumes(tmp_path):
+    """In a container every run is pid 1: the lock, not the PID, tells that the owner is gone."""
+    if (
+        shutil.which("unshare") is None
+        or subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"]).returncode
+    ):
+        pytest.skip("unshare --pid is not available here")
+    args = [
+        "n_timesteps=30000",
+        "logger=csv",
+        "callbacks=checkpoints",
+        "callbacks.checkpoint.freq=4096",
+        "hydra.run.dir=run",
+    ]
+    proc = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "rlexp", *args],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.time() + 300
+    while len(list((tmp_path / "run" / "checkpoints").glob("step_*"))) < 1:
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the namespace's init and the run with it
+    proc.wait()
+    killed = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert killed["status"] == "running" and killed["pid"] == 1
+    again = subprocess.run(
+        [sys.executable, "-m", "rlexp", *args], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["resumed"][0]["step"] >= 4096
+
+
+def test_a_full_disk_ends_in_one_line_naming_the_path_and_errno(small_tmpfs, tmp_path):
+    run = small_tmpfs / "run"
+    args = [*FAST, "n_timesteps=100000", "callbacks.checkpoint.freq=256", f"hydra.run.dir={run}"]
+    result = rlexp_cli(args, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    last = stderr_lines(result)[-1]
+    assert last.startswith(f"rlexp: error: {run}") and last.endswith("No space left on device (errno 28)"), last
+    json.loads((run / "summary.json").read_text())  # whole, whatever its last status write managed
+
+
+def test_a_read_only_run_dir_is_refused_in_one_line(small_tmpfs, tmp_path):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
+    result = rlexp_cli([*FAST, f"hydra.run.dir={small_tmpfs / 'run'}"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert stderr_lines(result) == [
+        f"rlexp: error: hydra.run.dir={small_tmpfs / 'run'}: cannot write there (Read-only file system, errno 30)"
+    ]

@@ -202,6 +202,9 @@ def test_killed_sweep_resumes_to_exactly_n_trials(tmp_path):
     finished = _finished(study)
     assert len(finished) == 3
     assert study.trials[1].user_attrs.get("rlexp_interrupted")
+    assert study.trials[1].user_attrs["fail_reason"].startswith("interrupted: its sweeper (")
+    rows = list(csv.DictReader((tmp_path / "sweep" / "trials.csv").open()))
+    assert rows[1]["fail_reason"].startswith("interrupted: ")
     (requeued,) = [t for t in finished if t.user_attrs.get("requeued_from") == 1]
     assert requeued.params == interrupted.params  # run again, not lost
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shlex
@@ -32,6 +33,8 @@ Plugins.instance().register(LocalParallelLauncher)
 # errors caused by what the user typed or configured: reported in one line, without a traceback
 USER_ERRORS = (ConfigError, HydraException, OmegaConfBaseException)
 _FULL_ERROR = os.environ.get("HYDRA_FULL_ERROR") == "1"  # as the user set it
+# a disk full, over quota, read-only or not ours: said in one line naming the path
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 # lines of Hydra's messages that do not help on one line (the "+" advice is wrong for typed groups)
@@ -53,11 +56,13 @@ def app(cfg: DictConfig) -> float:
     checked = front_door.checked(run_dir)  # a single run was checked before its dir existed
     try:
         command = ["rlexp", *hydra_cfg.overrides.task]
+        # what re-runs a single run exactly (command.txt, the resume hint): its hydra.* overrides too
+        rerun = None if multirun else _rerun_command(hydra_cfg, run_dir)
         warnings = checked.warnings if checked else front_door.check(cfg, choices, list(hydra_cfg.overrides.task))
         trial = job_trial()  # set when this job is a trial of an rlexp search
         if trial is None:
             # a multirun run again (e.g. resubmitted to SLURM) keeps the runs it completed
-            return run(cfg, run_dir, choices, command, warnings, keep_completed=multirun)
+            return run(cfg, run_dir, choices, command, warnings, keep_completed=multirun, rerun=rerun)
         n_seeds = int(hydra_cfg.sweeper.get("seeds_per_trial", 1))
         return run_trial(cfg, run_dir, choices, command, warnings, trial, n_seeds)
     except Interrupted as err:
@@ -105,11 +110,19 @@ def _exit_with(err: BaseException) -> None:
     sys.exit(1)
 
 
+def _rerun_command(hydra_cfg: DictConfig, run_dir: Path) -> list[str]:
+    """The command that runs this single run again in ``run_dir``: its overrides, the hydra.* ones that
+    shape the config (searchpath...) and the run dir, each quoted for Hydra (a path with spaces)."""
+    from rlexp.overrides import as_override
+
+    kept = [o for o in hydra_cfg.overrides.hydra if not o.startswith(("hydra.run.dir=", "hydra.mode="))]
+    return ["rlexp", *hydra_cfg.overrides.task, *kept, as_override("hydra.run.dir", str(run_dir))]
+
+
 def _stopped(err: Interrupted) -> None:
     """A run stopped by a signal saved a checkpoint: say how to go on; exit as the signal would."""
     if err.checkpoint is not None:
-        rerun = shlex.join([*err.command, f"hydra.run.dir={err.checkpoint.parent}"])
-        hint = err.hint or f"to finish the run: {rerun}"
+        hint = err.hint or f"to finish the run: {shlex.join(err.command)}"
         print(f"rlexp: {err}; checkpoint in {err.checkpoint}; {hint}", file=sys.stderr)
     sys.exit(128 + err.signum)
 
@@ -165,6 +178,11 @@ def main() -> None:
         _exit_with(refused.error)
     except Interrupted as err:
         _stopped(err)
+    except OSError as err:
+        if _FULL_ERROR or err.errno not in _STORAGE_ERRNOS:
+            raise
+        print(f"rlexp: error: {err.filename or 'a run file'}: {err.strerror} (errno {err.errno})", file=sys.stderr)
+        sys.exit(1)
     except Exception as err:
         if type(err).__name__ != "UncompletedJobError" or _FULL_ERROR:  # submitit's, imported only when used
             raise

@@ -28,6 +28,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from rlexp.errors import ConfigError, Refused
+from rlexp.run import lock
 from rlexp.schema import did_you_mean, reject_unknown_keys
 
 log = logging.getLogger(__name__)
@@ -232,9 +233,11 @@ class FrontDoor(Callback):
             found = check_run_dir(cfg, run_dir)
             resuming = found is not None and found[1] is not None  # (else: absent, or starts over)
             warnings = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task), resuming)
+            created = _first_missing(run_dir)
+            lock.hold(run_dir)  # one owner: a second rlexp on this dir is refused here, before Hydra writes
         except Exception as err:
             raise Refused(err) from err
-        _checked[run_dir.resolve()] = Checked(warnings, _first_missing(run_dir))
+        _checked[run_dir.resolve()] = Checked(warnings, created)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from hydra.core.override_parser.overrides_parser import OverridesParser

@@ -29,9 +29,10 @@ from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
 from rlexp.errors import ConfigError
+from rlexp.overrides import as_override
 from rlexp.run.saving import atomic_write_text
 from rlexp.search.results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
-from rlexp.search.space import as_override, parse_search_space
+from rlexp.search.space import parse_search_space
 from rlexp.search.study import (
     ENV_STORAGE,
     ENV_STUDY,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,10 @@ class SaveBestCallback(BaseCallback):
     normalization statistics.)
     """
 
-    def __init__(self, save_dir: Path) -> None:
+    def __init__(self, save_dir: Path, stopper: Any) -> None:
         super().__init__()
         self.save_dir = save_dir
+        self.stopper = stopper  # a stop signal during the save waits for it to finish
         self.best: dict[str, Any] | None = None
 
     def _on_step(self) -> bool:
@@ -40,8 +42,9 @@ class SaveBestCallback(BaseCallback):
             "episodes": int(rewards.size),
             "step": int(self.num_timesteps),
         }
-        save_agent_dir(self.model, self.save_dir)
-        atomic_write_json(self.save_dir / BEST_FILE, self.best)
+        with self.stopper.shielded():
+            save_agent_dir(self.model, self.save_dir)
+            atomic_write_json(self.save_dir / BEST_FILE, self.best)
         return True
 
 
@@ -83,10 +86,13 @@ class ReportToTrial(BaseCallback):
 
 
 class CheckpointCallback(BaseCallback):
-    """Every ``save_freq`` env steps, a complete agent in ``checkpoints/step_<N>/``.
+    """Every ``save_freq`` env steps, at the next rollout boundary, a complete agent in
+    ``checkpoints/step_<N>/``.
 
-    Each checkpoint directory appears whole or not at all, unlike SB3's CheckpointCallback, which
-    writes its files in place; ``keep_last`` bounds the disk used by long runs.
+    At a rollout boundary model, statistics and buffer agree, so a run resumed from a checkpoint (after a
+    SIGKILL) reaches the same total steps as one never stopped. Each checkpoint directory appears whole or
+    not at all, unlike SB3's CheckpointCallback, which writes its files in place; ``keep_last`` bounds
+    the disk used by long runs.
     """
 
     def __init__(
@@ -105,31 +111,69 @@ class CheckpointCallback(BaseCallback):
         if self.save_dir.is_dir():
             remove_partial_saves(self.save_dir)
 
-    def _on_step(self) -> bool:
+    def _on_rollout_start(self) -> None:
         if self.num_timesteps >= self._next_save:
             self._next_save = (self.num_timesteps // self.save_freq + 1) * self.save_freq
             save_agent_dir(self.model, self.save_dir / f"step_{self.num_timesteps:012d}", self.save_replay_buffer)
             if self.keep_last:
                 for old in sorted(self.save_dir.glob("step_*"))[: -self.keep_last]:
                     shutil.rmtree(old, ignore_errors=True)
+
+    def _on_step(self) -> bool:
         return True
 
 
+class RunEvalCallback(EvalCallback):
+    """SB3's EvalCallback as a run needs it: a stop signal abandons an evaluation under way
+    (rlexp.run.preemption.StopOnSignal: the run checkpoints its last trained state, counted at the
+    rollout's start, and ends learn()), and evaluations.npz, which SB3 rewrites in place, is replaced
+    atomically, so that a kill never leaves it truncated."""
+
+    def __init__(self, *args: Any, stopper: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stopper = stopper
+        if self.log_path is not None:  # SB3 writes <log_path>.npz: a hidden temporary, renamed over the real one
+            self.npz = Path(self.log_path + ".npz")
+            self.log_path = str(self.npz.with_name(f".{self.npz.stem}.tmp"))
+
+    def _on_step(self) -> bool:
+        if not (self.eval_freq > 0 and self.n_calls % self.eval_freq == 0):
+            return super()._on_step()
+        from rlexp.run.preemption import StopEvaluation
+
+        try:
+            with self.stopper.abandonable():
+                return super()._on_step()
+        except StopEvaluation:
+            self.stopper.save(self.stopper.rollout_step)
+            return False
+        finally:
+            written = Path(f"{self.log_path}.npz") if self.log_path is not None else None
+            if written is not None and written.is_file():
+                os.replace(written, self.npz)
+
+
 def build_callbacks(
-    cfg: DictConfig, run_dir: Path, eval_env: VecEnv, after_eval: BaseCallback | None = None
+    cfg: DictConfig,
+    run_dir: Path,
+    eval_env: VecEnv,
+    stopper: BaseCallback,
+    after_eval: BaseCallback | None = None,
 ) -> tuple[CallbackList, SaveBestCallback | None]:
     """All callbacks of the run, and the one that records the best evaluation (if evaluating).
 
-    ``after_eval`` runs after each periodic evaluation (a search's ReportToTrial).
+    ``after_eval`` runs after each periodic evaluation (a search's ReportToTrial); ``stopper`` (the run's
+    StopOnSignal) comes first and may abandon an evaluation under way.
     """
     cb_cfg = cfg.callbacks
-    callbacks: list[BaseCallback] = []
+    callbacks: list[BaseCallback] = [stopper]
     save_best = None
     freq = cfg.n_timesteps // cb_cfg.eval.n_evaluations if cb_cfg.eval.n_evaluations else cb_cfg.eval.freq
     if freq > 0:
-        save_best = SaveBestCallback(run_dir / BEST_DIR)
-        eval_cb = EvalCallback(
+        save_best = SaveBestCallback(run_dir / BEST_DIR, stopper)
+        eval_cb = RunEvalCallback(
             eval_env,
+            stopper=stopper,
             callback_on_new_best=save_best,
             callback_after_eval=after_eval,
             n_eval_episodes=cb_cfg.eval.n_episodes,

@@ -30,6 +30,8 @@ from stable_baselines3.common.logger import configure
 
 from rlexp.cluster.launchers import job_threads
 from rlexp.errors import Interrupted
+from rlexp.overrides import as_override
+from rlexp.run import lock
 from rlexp.run.callbacks import ReportToTrial, build_callbacks
 from rlexp.run.envs import build_vec_env, closed_at_end
 from rlexp.run.evaluation import final_evaluation
@@ -38,6 +40,7 @@ from rlexp.run.preemption import (
     RESUMABLE,
     RESUME_DIR,
     ResumePoint,
+    StopEvaluation,
     StopOnSignal,
     continued_logger,
     restore_evaluation_state,
@@ -65,59 +68,67 @@ def run(
     warnings: list[str] | None = None,
     reporter: ReportToTrial | None = None,
     keep_completed: bool = False,
+    rerun: list[str] | None = None,
 ) -> float:
     """Train, save and evaluate one agent (its config passed the front door); returns the final mean reward.
 
     ``choices`` are Hydra's config-group choices, ``command`` the job's command line, ``warnings`` what
     the front door warned about (recorded in summary.json); ``reporter`` reports the periodic evaluations
     to a search's trial. ``keep_completed``: a run dir that already holds this run, completed, is kept and
-    its score returned (a multirun run again).
+    its score returned (a multirun run again). ``rerun``: the command that runs it again in its dir
+    exactly (command.txt and the resume hint; default: ``command`` with the run dir).
     """
-    done = completed_run(run_dir)
-    if keep_completed and done is not None and not config_difference(cfg, run_dir):
-        print(f"rlexp: {run_dir} already holds this run, completed (final eval {done['final_eval']['mean']:.2f})")
-        return float(done["final_eval"]["mean"])
-    log.info(tuned_note(cfg, choices))
-    for warning in warnings or []:
-        log.warning(warning)
-    previous = resumable_run(cfg, run_dir)
-    resume = previous[1] if previous else None
-    threads = job_threads(cfg.torch_threads)
-    torch.set_num_threads(threads)
-    if previous is None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-        atomic_write_text(run_dir / "command.txt", shlex.join(command) + "\n")
-        summary = new_summary(cfg, choices, run_dir, command, threads, warnings or [])
-    else:
-        summary = previous[0]
-        summary.pop("error", None)
-        summary.setdefault("resumed", []).append({"step": resume.step, "time": now()})
-        summary.update(status="running", torch_threads=threads, **provenance())
-        log.info("resuming the run in %s from step %d (%s)", run_dir, resume.step, resume.path.name)
-    atomic_write_json(run_dir / "summary.json", summary)
-    stopper = StopOnSignal(run_dir)
-    stopper.install()
-    try:
-        _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
-    except BaseException as err:
-        summary.update(status=_failure_status(err), error=f"{type(err).__name__}: {err}", end_time=now())
+    with lock.held(run_dir):  # taken by the front door for a single run; for a multirun job here
+        done = completed_run(run_dir)
+        if keep_completed and done is not None and not config_difference(cfg, run_dir):
+            print(f"rlexp: {run_dir} already holds this run, completed (final eval {done['final_eval']['mean']:.2f})")
+            return float(done["final_eval"]["mean"])
+        log.info(tuned_note(cfg, choices))
+        for warning in warnings or []:
+            log.warning(warning)
+        previous = resumable_run(cfg, run_dir)
+        resume = previous[1] if previous else None
+        rerun = rerun or [*command, as_override("hydra.run.dir", str(run_dir))]
+        threads = job_threads(cfg.torch_threads)
+        torch.set_num_threads(threads)
+        if previous is None:
+            atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+            atomic_write_text(run_dir / "command.txt", shlex.join(rerun) + "\n")
+            summary = new_summary(cfg, choices, run_dir, command, threads, warnings or [])
+        else:
+            summary = previous[0]
+            summary.pop("error", None)
+            summary.setdefault("resumed", []).append({"step": resume.step, "time": now()})
+            summary.update(status="running", torch_threads=threads, **provenance())
+            log.info("resuming the run in %s from step %d (%s)", run_dir, resume.step, resume.path.name)
         atomic_write_json(run_dir / "summary.json", summary)
-        if isinstance(err, Interrupted):
-            err.checkpoint, err.command = run_dir / RESUME_DIR, command
-            err.forward()  # e.g. submitit's handler: requeues the SLURM job, which then resumes here
-        raise
-    finally:
-        stopper.restore()
-    summary.update(status="completed", end_time=now())
-    atomic_write_json(run_dir / "summary.json", summary)
-    shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
-    final, best = summary["final_eval"], summary["best_eval"]
-    print(
-        f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
-        f"over {final['episodes']} episodes" + (f", best {best['mean']:.2f}" if best else "")
-    )
-    return final["mean"]
+        stopper = StopOnSignal(run_dir)
+        stopper.install()
+        try:
+            _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
+        except BaseException as err:
+            if isinstance(err, OSError) and err.filename is None:  # e.g. ENOSPC from inside a writer
+                err.filename = str(run_dir)
+            summary.update(status=_failure_status(err), error=f"{type(err).__name__}: {err}", end_time=now())
+            try:
+                atomic_write_json(run_dir / "summary.json", summary)
+            except OSError as write_err:  # e.g. the disk that failed the run is still full: its error matters
+                log.error("could not record status %s in %s: %s", summary["status"], run_dir, write_err)
+            if isinstance(err, Interrupted):
+                err.checkpoint, err.command = run_dir / RESUME_DIR, rerun
+                err.forward()  # e.g. submitit's handler: requeues the SLURM job, which then resumes here
+            raise
+        finally:
+            stopper.restore()
+        summary.update(status="completed", end_time=now())
+        atomic_write_json(run_dir / "summary.json", summary)
+        shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
+        final, best = summary["final_eval"], summary["best_eval"]
+        print(
+            f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
+            f"over {final['episodes']} episodes" + (f", best {best['mean']:.2f}" if best else "")
+        )
+        return final["mean"]
 
 
 def _train_and_evaluate(
@@ -160,8 +171,7 @@ def _train_and_evaluate(
             model.set_logger(continued_logger(run_dir / "logs", formats, resume.step))
         else:
             model.set_logger(configure(str(run_dir / "logs"), formats))
-        callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, after_eval=reporter)
-        callbacks.callbacks.insert(0, stopper)
+        callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, stopper, after_eval=reporter)
 
         if resume is None:
             summary["start_step"] = int(model.num_timesteps)
@@ -193,6 +203,11 @@ def _train_and_evaluate(
             train_seconds=round(train_seconds, 2),
             steps_per_second=round((model.num_timesteps - start_step) / train_seconds, 1),
             steps_done=int(model.num_timesteps),
-            final_eval=final_evaluation(model, train_env, eval_env, cfg),
             best_eval=save_best.best if save_best else None,
         )
+        try:
+            with stopper.abandonable():  # a stop signal abandons it: the trained agent resumes to it
+                summary["final_eval"] = final_evaluation(model, train_env, eval_env, cfg)
+        except StopEvaluation:
+            stopper.save(int(model.num_timesteps))
+            raise stopper.interrupted() from None

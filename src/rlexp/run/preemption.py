@@ -11,10 +11,15 @@ died without saving (SIGKILL, node failure) continues from its newest periodic c
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
+import socket
 import threading
 import types
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +38,11 @@ from stable_baselines3.common.logger import (
 
 from rlexp.cluster.liveness import run_process_is_gone
 from rlexp.errors import Interrupted
+from rlexp.run import lock
 from rlexp.run.callbacks import BEST_DIR, BEST_FILE, CHECKPOINT_DIR, ReportToTrial, SaveBestCallback
 from rlexp.run.saving import save_agent_dir
 
+log = logging.getLogger(__name__)
 RESUME_DIR = "resume"
 RESUMABLE = "interrupted"  # summary.json status of a run stopped by a signal with a resume checkpoint
 
@@ -46,13 +53,19 @@ def _stop_signals() -> list[signal.Signals]:
     return list(dict.fromkeys([signal.SIGTERM, signal.SIGINT, usr]))
 
 
+class StopEvaluation(BaseException):
+    """Raised by the stop-signal handler inside an evaluation, which is abandoned rather than waited for
+    (an episode may last for ever). A BaseException, so that no library code swallows it."""
+
+
 class StopOnSignal(BaseCallback):
     """Catches the stop signals for a whole run (``install``/``restore`` around it) and turns them into
-    a checkpoint at the next rollout boundary and a clean end of learn().
+    a checkpoint and a clean end of learn().
 
-    A signal before training begins stops at the first rollout (a checkpoint of the untrained agent);
-    one after training has ended lets the run finish its final save and evaluation. A second Ctrl-C
-    interrupts at once, without a checkpoint.
+    Training stops at the next rollout boundary, where model, statistics and buffer agree; a signal
+    before training begins stops at the first rollout (a checkpoint of the untrained agent). An
+    evaluation under way (``abandonable``), periodic or final, is abandoned at once: the checkpoint is
+    the last trained state. A second Ctrl-C interrupts at once, without a checkpoint.
     """
 
     def __init__(self, run_dir: Path) -> None:
@@ -60,6 +73,8 @@ class StopOnSignal(BaseCallback):
         self.run_dir = run_dir
         self.signum: int | None = None
         self.saved_at: int | None = None
+        self.rollout_step = 0  # num_timesteps when the latest rollout began
+        self._evaluating = False
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -76,13 +91,50 @@ class StopOnSignal(BaseCallback):
         if self.signum == signal.SIGINT and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.signum = signum
+        if self._evaluating:
+            self._evaluating = False
+            raise StopEvaluation
+
+    @contextmanager
+    def abandonable(self) -> Iterator[None]:
+        """An evaluation: a stop signal, now or while it runs, abandons it (raises StopEvaluation)."""
+        if self.signum is not None:
+            raise StopEvaluation
+        self._evaluating = True
+        try:
+            yield
+        finally:
+            self._evaluating = False
+
+    @contextmanager
+    def shielded(self) -> Iterator[None]:
+        """A save inside an evaluation (the best agent): finished before a stop signal abandons the rest."""
+        evaluating, self._evaluating = self._evaluating, False
+        try:
+            yield
+        finally:
+            self._evaluating = evaluating
+        if evaluating and self.signum is not None:
+            self._evaluating = False
+            raise StopEvaluation
 
     def _on_rollout_start(self) -> None:
+        self.rollout_step = self.num_timesteps
         # the previous rollout has been trained on: model, statistics and buffer agree here
         if self.signum is not None and self.saved_at is None:
-            # with its replay buffer (save_agent skips it for on-policy algorithms)
+            self.save(self.num_timesteps)
+
+    def save(self, step: int) -> None:
+        """The resume checkpoint, counted at ``step``: the latest rollout start when a periodic evaluation
+        was abandoned mid-rollout (that rollout's steps are not trained on: they run again; an off-policy
+        buffer keeps their transitions), the final step when the final evaluation was."""
+        now = self.model.num_timesteps
+        self.model.num_timesteps = step
+        try:  # with its replay buffer (save_agent skips it for on-policy algorithms)
             save_agent_dir(self.model, self.run_dir / RESUME_DIR, replay_buffer=True)
-            self.saved_at = self.num_timesteps
+        finally:
+            self.model.num_timesteps = now
+        self.saved_at = step
 
     def _on_step(self) -> bool:
         return self.saved_at is None
@@ -102,10 +154,18 @@ class ResumePoint:
     step: int
 
 
-def abandoned(summary: dict[str, Any]) -> bool:
+def abandoned(summary: dict[str, Any], run_dir: Path) -> bool:
     """A run that ended without finishing or saving on a signal: its process died (SIGKILL, out of
-    memory, node failure, a job killed after its grace time) or a second Ctrl-C aborted it."""
-    return summary.get("status") == "aborted" or (summary.get("status") == "running" and run_process_is_gone(summary))
+    memory, node failure, a job killed after its grace time) or a second Ctrl-C aborted it.
+
+    On this host the run dir's lock tells (rlexp.run.lock); a run written on another host is judged by
+    its SLURM job, or kept as possibly running."""
+    status = summary.get("status")
+    if status != "running":
+        return status == "aborted"
+    if summary.get("host") == socket.gethostname():
+        return lock.is_free(run_dir)
+    return run_process_is_gone(summary)
 
 
 def resume_point(run_dir: Path, summary: dict[str, Any]) -> ResumePoint | None:
@@ -114,7 +174,7 @@ def resume_point(run_dir: Path, summary: dict[str, Any]) -> ResumePoint | None:
     resume = run_dir / RESUME_DIR
     if summary.get("status") == RESUMABLE:
         return ResumePoint(resume, int(summary["steps_done"])) if (resume / "model.zip").is_file() else None
-    if not abandoned(summary):
+    if not abandoned(summary, run_dir):
         return None
     found = [
         ResumePoint(d, int(d.name.removeprefix("step_")))
@@ -190,14 +250,17 @@ def restore_evaluations(eval_cb: EvalCallback, run_dir: Path, n_calls: int, upto
     """Carries the earlier part's evaluations (up to the resume step) into the resumed EvalCallback:
     evaluations.npz keeps them and the schedule stays on the same steps."""
     npz = run_dir / "evaluations.npz"
-    if npz.is_file():
-        with np.load(npz) as data:
-            keep = [i for i, t in enumerate(data["timesteps"]) if t <= upto_step]
-            eval_cb.evaluations_timesteps = [data["timesteps"][i] for i in keep]
-            eval_cb.evaluations_results = [list(data["results"][i]) for i in keep]
-            eval_cb.evaluations_length = [list(data["ep_lengths"][i]) for i in keep]
-            if "successes" in data:
-                eval_cb.evaluations_successes = [list(data["successes"][i]) for i in keep]
+    try:
+        if npz.is_file():
+            with np.load(npz) as data:
+                keep = [i for i, t in enumerate(data["timesteps"]) if t <= upto_step]
+                eval_cb.evaluations_timesteps = [data["timesteps"][i] for i in keep]
+                eval_cb.evaluations_results = [list(data["results"][i]) for i in keep]
+                eval_cb.evaluations_length = [list(data["ep_lengths"][i]) for i in keep]
+                if "successes" in data:
+                    eval_cb.evaluations_successes = [list(data["successes"][i]) for i in keep]
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # atomic since; an older run's may be cut
+        log.warning("%s is unreadable (%s); the resumed run's evaluations start afresh", npz, err)
     eval_cb.n_calls = n_calls  # env steps / n_envs since the run started: evaluations stay on their steps
 
 

@@ -16,7 +16,9 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
+from rlexp.run.lock import LOCK_FILE, is_free
 from rlexp.run.preemption import ResumePoint, abandoned, resume_point, set_aside
+from rlexp.run.saving import recover_partial_saves
 
 log = logging.getLogger(__name__)
 SUMMARY_FILE = "summary.json"
@@ -76,10 +78,11 @@ def check_run_dir(
     if keep_completed and summary.get("status") == "completed" and not config_difference(cfg, run_dir):
         return None
     point = resume_point(run_dir, summary)
-    if point is None and not abandoned(summary):
+    if point is None and not abandoned(summary, run_dir):
         status = summary.get("status")
+        where = f"{summary.get('host')} pid {summary.get('pid')}"
         owner = (
-            f", by {summary.get('host')} pid {summary.get('pid')}, which may still run" if status == "running" else ""
+            f", by {where}, which {'may be' if is_free(run_dir) else 'is'} still running" if status == "running" else ""
         )
         raise ConfigError(
             f"hydra.run.dir={run_dir} already holds a run (status {status}{owner}); choose a new "
@@ -102,6 +105,7 @@ def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], Resum
     if found is None:
         return None
     summary, point = found
+    recover_partial_saves(run_dir)  # before anything reads best/ or a checkpoint
     if point is None:
         log.warning(
             "the run in %s ended without a checkpoint; starting over (its files: %s)", run_dir, set_aside(run_dir)
@@ -111,8 +115,8 @@ def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], Resum
 
 
 def only_hydra_files(run_dir: Path) -> bool:
-    """The dir holds nothing but what Hydra writes for a job (.hydra/ and the job's log)."""
-    return run_dir.is_dir() and all(p.name == ".hydra" or p.suffix == ".log" for p in run_dir.iterdir())
+    """The dir holds nothing but what Hydra writes for a job (.hydra/ and the job's log) and the lock."""
+    return run_dir.is_dir() and all(p.name in (".hydra", LOCK_FILE) or p.suffix == ".log" for p in run_dir.iterdir())
 
 
 def remove_created(run_dir: Path, created: Path | None) -> None:

@@ -119,10 +119,3 @@ def _within_budget(key: str, dist: BaseDistribution, config: DictConfig) -> Base
             return IntDistribution(dist.low, high, log=dist.log, step=dist.step)
         return FloatDistribution(dist.low, float(limit), log=dist.log, step=dist.step)
     return dist
-
-
-def as_override(key: str, value: Any) -> str:
-    """``key=value`` in Hydra's override grammar (strings quoted, lists kept)."""
-    if isinstance(value, str) and value[:1] not in ("[", "{"):
-        return f"{key}='{value}'" if any(c in value for c in " ,=[]{}()'\"") else f"{key}={value}"
-    return f"{key}={value}"

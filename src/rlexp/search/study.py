@@ -78,6 +78,9 @@ def reclaim_interrupted_trials(study: optuna.Study) -> int:
             continue
         try:  # another sweeper resuming at the same moment may have reclaimed it first
             study._storage.set_trial_user_attr(trial._trial_id, INTERRUPTED_ATTR, True)
+            owner_was = trial.user_attrs.get(OWNER_ATTR, "?")
+            reason = f"interrupted: its sweeper ({owner_was}) ended while it ran; its parameters run again"
+            study._storage.set_trial_user_attr(trial._trial_id, "fail_reason", reason)
             study.tell(trial.number, state=TrialState.FAIL)
         except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, ValueError):
             continue

@@ -1,0 +1,80 @@
+"""One owner per run dir: an exclusive lock on ``run_dir/.rlexp.lock``, held for the whole run.
+
+The kernel releases it when the owner dies, however it dies (SIGKILL, out of memory), so on one host the
+lock, not a PID, says whether a run is still going: PIDs get reused and, inside a PID namespace
+(containers, ``unshare --pid``), every run is pid 1. The lock is ``flock(2)``; on NFS it holds across
+hosts only where the mount supports it (NFSv4 does; ``local_lock=flock`` mounts keep it per host), so a
+run written by another host is still judged by its SLURM job (rlexp.cluster.liveness).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rlexp.errors import ConfigError
+
+LOCK_FILE = ".rlexp.lock"
+# run dirs whose lock this process holds -> the open file that holds it
+_held: dict[Path, int] = {}
+
+
+def hold(run_dir: Path) -> None:
+    """Takes the lock of ``run_dir`` for this process (a no-op when it holds it already), creating the
+    dir; refuses, naming the owner, a dir whose lock another process holds."""
+    key = run_dir.resolve()
+    if key in _held:
+        return
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:  # read-only, no permission, no space
+        raise ConfigError(f"hydra.run.dir={run_dir}: cannot write there ({err.strerror}, errno {err.errno})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        owner = os.read(fd, 200).decode(errors="replace").strip() or "an rlexp process"
+        os.close(fd)
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} is in use by {owner}; wait for it to end or choose another directory"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{socket.gethostname()} pid {os.getpid()}\n".encode())
+    _held[key] = fd
+
+
+def release(run_dir: Path) -> None:
+    fd = _held.pop(run_dir.resolve(), None)
+    if fd is not None:
+        os.close(fd)  # closing the file releases the lock
+
+
+@contextmanager
+def held(run_dir: Path) -> Iterator[None]:
+    """The lock of ``run_dir`` for the duration of a run (taken earlier or here), released at its end."""
+    hold(run_dir)
+    try:
+        yield
+    finally:
+        release(run_dir)
+
+
+def is_free(run_dir: Path) -> bool:
+    """No other process holds the run dir's lock (this one may)."""
+    if run_dir.resolve() in _held:
+        return True
+    try:
+        fd = os.open(run_dir / LOCK_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # also releases the probe's lock
+    return True
