@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,17 @@ def _start(tmp_path, args: list[str], stderr: int = subprocess.DEVNULL) -> subpr
         stderr=stderr,
         text=True,
     )
+
+
+@contextmanager
+def _ended(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """The process, killed (with its process group when it has its own) if the test fails before it ends."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _wait_for_file(path, proc: subprocess.Popen, timeout: float = 300) -> None:
@@ -205,10 +218,12 @@ def test_the_printed_hint_finishes_a_run_in_a_dir_with_spaces_and_its_searchpath
         f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
         f"hydra.run.dir='{run}'",
     ]
-    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
-    _wait_for_file(run / "evaluations.npz", proc)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    with _ended(
+        subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    ) as proc:
+        _wait_for_file(run / "evaluations.npz", proc)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     hint = err.strip().splitlines()[-1].split("; to finish the run: ", 1)[1]
     assert (run / "command.txt").read_text().strip() == hint
@@ -271,10 +286,12 @@ def test_a_stop_signal_abandons_a_periodic_evaluation_that_would_never_end(tmp_p
     args = [*_endless_eval(tmp_path), "n_timesteps=2048", "algo.n_steps=64", "algo.batch_size=64"]
     args += ["callbacks.eval.freq=512", "callbacks.eval.n_episodes=1", "callbacks.eval.final_episodes=1"]
     args += ["hydra.run.dir=run"]
-    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
-    _wait_for_file(tmp_path / "evaluating", proc)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)  # the endless evaluation is not waited for
+    with _ended(
+        subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    ) as proc:
+        _wait_for_file(tmp_path / "evaluating", proc)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)  # the endless evaluation is not waited for
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     stopped = json.loads((tmp_path / "run" / "summary.json").read_text())
     # counted at the start of the rollout the evaluation cut: 512 steps = 8 rollouts of 64
@@ -292,10 +309,12 @@ def test_a_stop_signal_during_a_multiruns_final_evaluation_ends_the_sweep(tmp_pa
     no_periodic = ["callbacks=none", "callbacks.eval.freq=0"]  # FAST asks for periodic evaluations
     args = ["-m", "seed=0,1", *_endless_eval(tmp_path), *FAST, *no_periodic, "algo.n_steps=64", "algo.batch_size=64"]
     args.append("hydra.sweep.dir=sweep")
-    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
-    _wait_for_file(tmp_path / "evaluating", proc)  # job 0 saved its agent and began its final evaluation
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    with _ended(
+        subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    ) as proc:
+        _wait_for_file(tmp_path / "evaluating", proc)  # job 0 saved its agent and began its final evaluation
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert "re-run the same command with hydra.sweep.dir=sweep" in err.strip().splitlines()[-1]
     assert not (tmp_path / "sweep" / "1").exists()  # the next job never started

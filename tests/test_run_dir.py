@@ -21,7 +21,7 @@ from rlexp.errors import ConfigError
 
 
 def test_run_dir_is_complete(tmp_path):
-    # 3 rollouts of 8 envs x 32 steps; checkpoints at the rollout boundaries past each 256 steps
+    # 3 rollouts of 8 envs x 32 steps; checkpoints at the rollout boundaries past each 256 steps, and at the end
     summary = train([*FAST, "n_timesteps=768", "logger=default", "callbacks.checkpoint.freq=256"], tmp_path)
     for name in ["model.zip", "best/model.zip", "evaluations.npz", "config.yaml", "command.txt", "summary.json"]:
         assert (tmp_path / name).is_file(), name
@@ -29,7 +29,11 @@ def test_run_dir_is_complete(tmp_path):
     assert list((tmp_path / "monitor" / "eval").glob("*.monitor.csv"))
     assert list((tmp_path / "logs").glob("events.out.tfevents.*"))
     assert (tmp_path / "logs" / "progress.csv").is_file()
-    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000000000256", "step_000000000512"]
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "step_000000000256",
+        "step_000000000512",
+        "step_000000000768",
+    ]
     assert "tuned_file: ppo_cartpole" in (tmp_path / "config.yaml").read_text()
     assert "n_timesteps: 768" in (tmp_path / "config.yaml").read_text()  # after overrides
     assert summary["status"] == "completed"
@@ -129,8 +133,11 @@ def test_continue_training_keeps_counter_statistics_and_buffer(algo, env, extra,
     assert second["steps_done"] == first["steps_done"] + 256
     stats_after = _obs_count(tmp_path / "second")
     assert stats_after > stats_before + 255  # statistics continued, not restarted
-    if algo == "ppo":  # the schedule goes on (next at 288) at rollout boundaries (every 128): 384
-        assert [p.name for p in sorted((tmp_path / "second" / "checkpoints").iterdir())] == ["step_000000000384"]
+    if algo == "ppo":  # the schedule goes on (next at 288) at rollout boundaries (every 128): 384, and the end
+        assert [p.name for p in sorted((tmp_path / "second" / "checkpoints").iterdir())] == [
+            "step_000000000384",
+            "step_000000000512",
+        ]
     if algo == "sac":
         from stable_baselines3 import SAC
 
@@ -298,12 +305,14 @@ def test_a_run_killed_in_a_pid_namespace_resumes(tmp_path):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.time() + 300
-    while len(list((tmp_path / "run" / "checkpoints").glob("step_*"))) < 1:
-        assert time.time() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)  # the namespace's init and the run with it
-    proc.wait()
+    try:
+        deadline = time.time() + 300
+        while len(list((tmp_path / "run" / "checkpoints").glob("step_*"))) < 1:
+            assert time.time() < deadline and proc.poll() is None
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the namespace's init and the run with it
+        proc.wait()
     killed = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert killed["status"] == "running" and killed["pid"] == 1
     again = subprocess.run(
@@ -319,7 +328,8 @@ def test_a_full_disk_ends_in_one_line_naming_the_path_and_errno(small_tmpfs, tmp
     args = [*FAST, "n_timesteps=100000", "callbacks.checkpoint.freq=256", f"hydra.run.dir={run}"]
     result = rlexp_cli(args, cwd=tmp_path)
     assert result.returncode == 1
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    # no traceback of rlexp's (the logging module reports each log line it could not write with one)
+    assert result.stderr.count("Traceback") == result.stderr.count("--- Logging error ---"), result.stderr[-3000:]
     last = stderr_lines(result)[-1]
     assert last.startswith(f"rlexp: error: {run}") and last.endswith("No space left on device (errno 28)"), last
     json.loads((run / "summary.json").read_text())  # whole, whatever its last status write managed
@@ -332,3 +342,36 @@ def test_a_read_only_run_dir_is_refused_in_one_line(small_tmpfs, tmp_path):
     assert stderr_lines(result) == [
         f"rlexp: error: hydra.run.dir={small_tmpfs / 'run'}: cannot write there (Read-only file system, errno 30)"
     ]
+
+
+def test_a_run_dir_whose_lock_is_held_is_refused_and_left_as_it_was(tmp_path):
+    from rlexp.run import lock
+
+    train(FAST, tmp_path / "run")  # a run with its .hydra-less files; then "another process" holds it
+    before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import fcntl, sys, time; f = open({str(tmp_path / 'run' / lock.LOCK_FILE)!r}); "
+            "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = rlexp_cli([*FAST, "hydra.run.dir=run"], cwd=tmp_path)
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    assert result.returncode == 1
+    assert stderr_lines(result) == [
+        f"rlexp: error: hydra.run.dir=run is in use by {lock_owner(before)}; wait for it to end or choose another directory"
+    ]
+    assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == before
+
+
+def lock_owner(files) -> str:
+    return next(b for p, b in files.items() if p.name == ".rlexp.lock").decode().strip()

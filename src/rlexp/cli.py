@@ -45,6 +45,7 @@ _NOISE = ("object_type=", "To append to your config use", "Set the environment v
 def app(cfg: DictConfig) -> float:
     """Train one agent as configured; returns the final mean evaluation reward (for sweepers)."""
     # torch and SB3 load only when a run starts (fast --help, --cfg)
+    from rlexp.run.lock import InUse
     from rlexp.run.manager import run
     from rlexp.run.run_dir import only_hydra_files, remove_created
     from rlexp.search.study import ENV_TRIAL, job_trial
@@ -75,11 +76,10 @@ def app(cfg: DictConfig) -> float:
         raise
     except USER_ERRORS as err:
         # refused before the run wrote anything: no run dir is left behind (a multirun job's dir is the sweep's)
-        if only_hydra_files(run_dir):
-            if checked is not None:
-                remove_created(run_dir, checked.created)
-            elif multirun:
-                shutil.rmtree(run_dir, ignore_errors=True)
+        if checked is not None:
+            remove_created(run_dir, checked.created)
+        elif multirun and only_hydra_files(run_dir) and not isinstance(err, InUse):  # an owner's dir stays
+            shutil.rmtree(run_dir, ignore_errors=True)
         # a multirun job re-raises, so that the launcher records the failure and the sweep goes on
         if _FULL_ERROR or multirun:
             raise

@@ -223,19 +223,28 @@ class FrontDoor(Callback):
     """Hydra callback (conf/config.yaml, hydra.callbacks): refuses bad input before Hydra creates a dir."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from rlexp.run.run_dir import check_run_dir
+        from rlexp.run.run_dir import check_run_dir, remove_created
 
         HydraConfig.instance().set_config(config)  # for ${hydra:...} in the job's config
         run_dir = Path(str(config.hydra.run.dir))
+        created = _first_missing(run_dir)
+        lock_was_there = (run_dir / lock.LOCK_FILE).exists()
+        try:
+            # one owner: a second rlexp on this dir is refused here, before Hydra writes into it, and the
+            # checks below see a dir that no other process changes
+            lock.hold(run_dir)
+        except Exception as err:
+            raise Refused(err) from err
         try:
             cfg = job_config(config)
-            # another run in that dir is refused before Hydra writes its .hydra/ into it
-            found = check_run_dir(cfg, run_dir)
+            found = check_run_dir(cfg, run_dir)  # another run in that dir is refused
             resuming = found is not None and found[1] is not None  # (else: absent, or starts over)
             warnings = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task), resuming)
-            created = _first_missing(run_dir)
-            lock.hold(run_dir)  # one owner: a second rlexp on this dir is refused here, before Hydra writes
         except Exception as err:
+            lock.release(run_dir)
+            if not lock_was_there:  # what this refusal created goes again: the lock, and the dir if new
+                (run_dir / lock.LOCK_FILE).unlink(missing_ok=True)
+                remove_created(run_dir, created)
             raise Refused(err) from err
         _checked[run_dir.resolve()] = Checked(warnings, created)
 

@@ -6,10 +6,19 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+from pathlib import Path
 from typing import Any
 
 # the states of a SLURM job that has ended for good (PREEMPTED is left out: a requeue may follow)
 _SLURM_OVER = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT"}
+
+
+def boot_id() -> str | None:
+    """This kernel's boot id: the same for every container on one machine, new after a reboot."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
 
 
 def slurm_restart_count() -> int:

@@ -27,10 +27,9 @@ class SaveBestCallback(BaseCallback):
     normalization statistics.)
     """
 
-    def __init__(self, save_dir: Path, stopper: Any) -> None:
+    def __init__(self, save_dir: Path) -> None:
         super().__init__()
         self.save_dir = save_dir
-        self.stopper = stopper  # a stop signal during the save waits for it to finish
         self.best: dict[str, Any] | None = None
 
     def _on_step(self) -> bool:
@@ -42,9 +41,8 @@ class SaveBestCallback(BaseCallback):
             "episodes": int(rewards.size),
             "step": int(self.num_timesteps),
         }
-        with self.stopper.shielded():
-            save_agent_dir(self.model, self.save_dir)
-            atomic_write_json(self.save_dir / BEST_FILE, self.best)
+        save_agent_dir(self.model, self.save_dir)
+        atomic_write_json(self.save_dir / BEST_FILE, self.best)
         return True
 
 
@@ -112,6 +110,12 @@ class CheckpointCallback(BaseCallback):
             remove_partial_saves(self.save_dir)
 
     def _on_rollout_start(self) -> None:
+        self._save_if_due()
+
+    def _on_training_end(self) -> None:
+        self._save_if_due()  # the last rollout too (learn() ended on its own, at a boundary)
+
+    def _save_if_due(self) -> None:
         if self.num_timesteps >= self._next_save:
             self._next_save = (self.num_timesteps // self.save_freq + 1) * self.save_freq
             save_agent_dir(self.model, self.save_dir / f"step_{self.num_timesteps:012d}", self.save_replay_buffer)
@@ -124,33 +128,37 @@ class CheckpointCallback(BaseCallback):
 
 
 class RunEvalCallback(EvalCallback):
-    """SB3's EvalCallback as a run needs it: a stop signal abandons an evaluation under way
-    (rlexp.run.preemption.StopOnSignal: the run checkpoints its last trained state, counted at the
-    rollout's start, and ends learn()), and evaluations.npz, which SB3 rewrites in place, is replaced
-    atomically, so that a kill never leaves it truncated."""
+    """SB3's EvalCallback as a run needs it: a stop signal abandons an evaluation under way, between two
+    of its steps (rlexp.run.preemption.StopOnSignal: the run checkpoints its last trained state, counted
+    at the rollout's start, and ends learn()); and evaluations.npz, which SB3 rewrites in place, is
+    replaced whole, so that a kill never leaves it truncated."""
 
     def __init__(self, *args: Any, stopper: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stopper = stopper
+        self.npz: Path | None = None
         if self.log_path is not None:  # SB3 writes <log_path>.npz: a hidden temporary, renamed over the real one
             self.npz = Path(self.log_path + ".npz")
             self.log_path = str(self.npz.with_name(f".{self.npz.stem}.tmp"))
 
+    def _log_success_callback(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+        super()._log_success_callback(locals_, globals_)
+        self.stopper.check_evaluation()
+
     def _on_step(self) -> bool:
-        if not (self.eval_freq > 0 and self.n_calls % self.eval_freq == 0):
-            return super()._on_step()
         from rlexp.run.preemption import StopEvaluation
 
         try:
-            with self.stopper.abandonable():
-                return super()._on_step()
+            keep_going = super()._on_step()
         except StopEvaluation:
             self.stopper.save(self.stopper.rollout_step)
             return False
-        finally:
-            written = Path(f"{self.log_path}.npz") if self.log_path is not None else None
-            if written is not None and written.is_file():
-                os.replace(written, self.npz)
+        written = Path(f"{self.log_path}.npz") if self.npz is not None else None
+        if written is not None and written.is_file():
+            with open(written, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(written, self.npz)
+        return keep_going
 
 
 def build_callbacks(
@@ -170,7 +178,7 @@ def build_callbacks(
     save_best = None
     freq = cfg.n_timesteps // cb_cfg.eval.n_evaluations if cb_cfg.eval.n_evaluations else cb_cfg.eval.freq
     if freq > 0:
-        save_best = SaveBestCallback(run_dir / BEST_DIR, stopper)
+        save_best = SaveBestCallback(run_dir / BEST_DIR)
         eval_cb = RunEvalCallback(
             eval_env,
             stopper=stopper,

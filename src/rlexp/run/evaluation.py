@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,8 +14,16 @@ from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 from rlexp.run.envs import EVAL_SEED_OFFSET
 
 
-def final_evaluation(model: BaseAlgorithm, train_env: VecEnv, eval_env: VecEnv, cfg: DictConfig) -> dict[str, Any]:
+def final_evaluation(
+    model: BaseAlgorithm,
+    train_env: VecEnv,
+    eval_env: VecEnv,
+    cfg: DictConfig,
+    each_step: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Mean, std, episodes and mean length over ``callbacks.eval.final_episodes`` episodes.
+
+    ``each_step``: called after every env step (a stop signal abandons the evaluation there).
 
     The eval env is reseeded with ``seed + 10000`` whatever the periodic evaluations consumed, and uses
     (never updates) the training normalization statistics, so that a plain SB3 script reproduces it.
@@ -27,6 +36,7 @@ def final_evaluation(model: BaseAlgorithm, train_env: VecEnv, eval_env: VecEnv, 
         n_eval_episodes=cfg.callbacks.eval.final_episodes,
         deterministic=cfg.callbacks.eval.deterministic,
         return_episode_rewards=True,
+        callback=each_step,
     )
     return {
         "mean": float(np.mean(rewards)),

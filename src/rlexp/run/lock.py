@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,16 @@ from rlexp.errors import ConfigError
 LOCK_FILE = ".rlexp.lock"
 # run dirs whose lock this process holds -> the open file that holds it
 _held: dict[Path, int] = {}
+
+
+class InUse(ConfigError):
+    """Another live process holds the run dir: nothing of it may be touched."""
+
+
+def _wait_s() -> float:
+    """How long to wait for a busy lock: a requeued SLURM job may start while its earlier attempt is
+    still exiting on the same node; elsewhere only a moment (another process probing the lock)."""
+    return 120.0 if os.environ.get("SLURM_JOB_ID") else 0.5
 
 
 def hold(run_dir: Path) -> None:
@@ -34,14 +45,23 @@ def hold(run_dir: Path) -> None:
         fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as err:  # read-only, no permission, no space
         raise ConfigError(f"hydra.run.dir={run_dir}: cannot write there ({err.strerror}, errno {err.errno})") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        owner = os.read(fd, 200).decode(errors="replace").strip() or "an rlexp process"
-        os.close(fd)
-        raise ConfigError(
-            f"hydra.run.dir={run_dir} is in use by {owner}; wait for it to end or choose another directory"
-        ) from None
+    deadline = time.monotonic() + _wait_s()
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
+            owner = os.read(fd, 200).decode(errors="replace").strip() or "an rlexp process"
+            os.close(fd)
+            raise InUse(
+                f"hydra.run.dir={run_dir} is in use by {owner}; wait for it to end or choose another directory"
+            ) from None
+        except OSError as err:  # e.g. ENOLCK: a file system without locks
+            os.close(fd)
+            raise ConfigError(f"hydra.run.dir={run_dir}: cannot lock it ({err.strerror}, errno {err.errno})") from None
     os.ftruncate(fd, 0)
     os.write(fd, f"{socket.gethostname()} pid {os.getpid()}\n".encode())
     _held[key] = fd
@@ -63,18 +83,21 @@ def held(run_dir: Path) -> Iterator[None]:
         release(run_dir)
 
 
-def is_free(run_dir: Path) -> bool:
-    """No other process holds the run dir's lock (this one may)."""
+def is_free(run_dir: Path) -> bool | None:
+    """No other process holds the run dir's lock (this one may); None when that cannot be told: no lock
+    file (a run of an rlexp without locks) or a file system that refuses locks."""
     if run_dir.resolve() in _held:
         return True
     try:
         fd = os.open(run_dir / LOCK_FILE, os.O_RDONLY)
     except FileNotFoundError:
-        return True
+        return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a shared probe: a reader's lock works on NFS too
     except BlockingIOError:
         return False
+    except OSError:
+        return None
     finally:
         os.close(fd)  # also releases the probe's lock
     return True

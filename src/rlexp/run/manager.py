@@ -42,6 +42,7 @@ from rlexp.run.preemption import (
     ResumePoint,
     StopEvaluation,
     StopOnSignal,
+    StopTraining,
     continued_logger,
     restore_evaluation_state,
 )
@@ -189,6 +190,8 @@ def _train_and_evaluate(
                 reset_num_timesteps=resume is None and cfg.trained_agent is None,
                 progress_bar=cfg.callbacks.progress_bar,
             )
+        except StopTraining:  # the resume checkpoint is saved (stopper.interrupted() says where)
+            pass
         finally:
             summary["steps_done"] = int(model.num_timesteps)
         interrupted = stopper.interrupted()
@@ -205,9 +208,9 @@ def _train_and_evaluate(
             steps_done=int(model.num_timesteps),
             best_eval=save_best.best if save_best else None,
         )
-        try:
-            with stopper.abandonable():  # a stop signal abandons it: the trained agent resumes to it
-                summary["final_eval"] = final_evaluation(model, train_env, eval_env, cfg)
+        try:  # a stop signal abandons it: the trained agent resumes to it
+            stopper.check_evaluation()
+            summary["final_eval"] = final_evaluation(model, train_env, eval_env, cfg, stopper.check_evaluation)
         except StopEvaluation:
             stopper.save(int(model.num_timesteps))
             raise stopper.interrupted() from None

@@ -18,8 +18,6 @@ import socket
 import threading
 import types
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,7 @@ from stable_baselines3.common.logger import (
     make_output_format,
 )
 
-from rlexp.cluster.liveness import run_process_is_gone
+from rlexp.cluster.liveness import boot_id, run_process_is_gone
 from rlexp.errors import Interrupted
 from rlexp.run import lock
 from rlexp.run.callbacks import BEST_DIR, BEST_FILE, CHECKPOINT_DIR, ReportToTrial, SaveBestCallback
@@ -54,18 +52,24 @@ def _stop_signals() -> list[signal.Signals]:
 
 
 class StopEvaluation(BaseException):
-    """Raised by the stop-signal handler inside an evaluation, which is abandoned rather than waited for
-    (an episode may last for ever). A BaseException, so that no library code swallows it."""
+    """Raised between two steps of an evaluation when a stop signal has come: the evaluation is abandoned
+    rather than waited for (an episode may last for ever). A BaseException, so that no library code
+    swallows it."""
+
+
+class StopTraining(BaseException):
+    """Ends learn() once the resume checkpoint is saved (ARS, for one, ignores a callback's False)."""
 
 
 class StopOnSignal(BaseCallback):
     """Catches the stop signals for a whole run (``install``/``restore`` around it) and turns them into
     a checkpoint and a clean end of learn().
 
-    Training stops at the next rollout boundary, where model, statistics and buffer agree; a signal
-    before training begins stops at the first rollout (a checkpoint of the untrained agent). An
-    evaluation under way (``abandonable``), periodic or final, is abandoned at once: the checkpoint is
-    the last trained state. A second Ctrl-C interrupts at once, without a checkpoint.
+    The handler only records the signal; the run acts on it at safe points. Training stops at the next
+    rollout boundary, where model, statistics and buffer agree; a signal before training begins stops at
+    the first rollout (a checkpoint of the untrained agent). An evaluation under way, periodic or final,
+    is abandoned between two of its steps (``check_evaluation``). A second Ctrl-C interrupts at once,
+    without a checkpoint.
     """
 
     def __init__(self, run_dir: Path) -> None:
@@ -74,7 +78,6 @@ class StopOnSignal(BaseCallback):
         self.signum: int | None = None
         self.saved_at: int | None = None
         self.rollout_step = 0  # num_timesteps when the latest rollout began
-        self._evaluating = False
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -91,31 +94,10 @@ class StopOnSignal(BaseCallback):
         if self.signum == signal.SIGINT and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.signum = signum
-        if self._evaluating:
-            self._evaluating = False
-            raise StopEvaluation
 
-    @contextmanager
-    def abandonable(self) -> Iterator[None]:
-        """An evaluation: a stop signal, now or while it runs, abandons it (raises StopEvaluation)."""
+    def check_evaluation(self, *_: Any) -> None:
+        """evaluate_policy's per-step callback: abandons the evaluation once a stop signal has come."""
         if self.signum is not None:
-            raise StopEvaluation
-        self._evaluating = True
-        try:
-            yield
-        finally:
-            self._evaluating = False
-
-    @contextmanager
-    def shielded(self) -> Iterator[None]:
-        """A save inside an evaluation (the best agent): finished before a stop signal abandons the rest."""
-        evaluating, self._evaluating = self._evaluating, False
-        try:
-            yield
-        finally:
-            self._evaluating = evaluating
-        if evaluating and self.signum is not None:
-            self._evaluating = False
             raise StopEvaluation
 
     def _on_rollout_start(self) -> None:
@@ -126,8 +108,9 @@ class StopOnSignal(BaseCallback):
 
     def save(self, step: int) -> None:
         """The resume checkpoint, counted at ``step``: the latest rollout start when a periodic evaluation
-        was abandoned mid-rollout (that rollout's steps are not trained on: they run again; an off-policy
-        buffer keeps their transitions), the final step when the final evaluation was."""
+        was abandoned mid-rollout (that rollout's steps run again on resume; an off-policy buffer keeps
+        their transitions and the normalization statistics have seen them), the final step when the final
+        evaluation was."""
         now = self.model.num_timesteps
         self.model.num_timesteps = step
         try:  # with its replay buffer (save_agent skips it for on-policy algorithms)
@@ -137,7 +120,9 @@ class StopOnSignal(BaseCallback):
         self.saved_at = step
 
     def _on_step(self) -> bool:
-        return self.saved_at is None
+        if self.saved_at is not None:
+            raise StopTraining
+        return True
 
     def interrupted(self) -> Interrupted | None:
         if self.saved_at is None:
@@ -158,14 +143,15 @@ def abandoned(summary: dict[str, Any], run_dir: Path) -> bool:
     """A run that ended without finishing or saving on a signal: its process died (SIGKILL, out of
     memory, node failure, a job killed after its grace time) or a second Ctrl-C aborted it.
 
-    On this host the run dir's lock tells (rlexp.run.lock); a run written on another host is judged by
-    its SLURM job, or kept as possibly running."""
+    On this machine (same boot id, e.g. another container on it, or same host) the run dir's lock tells
+    (rlexp.run.lock); a run of another machine, or one without a lock file, is judged by its SLURM job or
+    process (rlexp.cluster.liveness)."""
     status = summary.get("status")
     if status != "running":
         return status == "aborted"
-    if summary.get("host") == socket.gethostname():
-        return lock.is_free(run_dir)
-    return run_process_is_gone(summary)
+    same_machine = summary.get("boot_id") == boot_id() or summary.get("host") == socket.gethostname()
+    free = lock.is_free(run_dir) if same_machine else None
+    return free if free is not None else run_process_is_gone(summary)
 
 
 def resume_point(run_dir: Path, summary: dict[str, Any]) -> ResumePoint | None:

@@ -101,11 +101,12 @@ def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], Resum
     """The summary of the run to continue in ``run_dir`` (stopped by a signal, or its process died;
     same config) and where to continue it from; None for a new run dir, or for an abandoned run that
     saved nothing (its files are set aside and it starts over). Any other run there is refused."""
+    if (run_dir / SUMMARY_FILE).is_file():
+        recover_partial_saves(run_dir)  # before the resume point is chosen and best/ is read
     found = check_run_dir(cfg, run_dir)
     if found is None:
         return None
     summary, point = found
-    recover_partial_saves(run_dir)  # before anything reads best/ or a checkpoint
     if point is None:
         log.warning(
             "the run in %s ended without a checkpoint; starting over (its files: %s)", run_dir, set_aside(run_dir)
@@ -120,9 +121,10 @@ def only_hydra_files(run_dir: Path) -> bool:
 
 
 def remove_created(run_dir: Path, created: Path | None) -> None:
-    """Removes a run dir that a refused command created (``created``: the topmost dir it made), and the
-    parents it made when they are empty; never a dir that was there before."""
-    if created is None or not run_dir.resolve().is_relative_to(created.resolve()):
+    """Removes a run dir that a refused command created (``created``: the topmost dir it made) while it
+    holds nothing but Hydra's files, and the parents it made when they are empty; never a dir that was
+    there before."""
+    if created is None or not run_dir.resolve().is_relative_to(created.resolve()) or not only_hydra_files(run_dir):
         return
     shutil.rmtree(run_dir, ignore_errors=True)
     parent = run_dir.parent

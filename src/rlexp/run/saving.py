@@ -100,13 +100,14 @@ def remove_partial_saves(directory: Path) -> None:
 
 def recover_partial_saves(run_dir: Path) -> None:
     """What a kill during a save left anywhere in a run dir: half-written temporaries are dropped, and an
-    agent dir whose swap was cut between its two renames (only ``.<name>.old`` left) is put back."""
+    agent dir (best/, resume/, a checkpoint) whose swap was cut between its two renames (only
+    ``.<name>.old`` left) is put back."""
     for leftover in sorted(run_dir.rglob(".*.tmp*")):
         if leftover.is_dir():
             shutil.rmtree(leftover, ignore_errors=True)
         else:
             leftover.unlink(missing_ok=True)
-    for old in sorted(run_dir.rglob(".*.old")):
+    for old in sorted([*run_dir.glob(".*.old"), *run_dir.glob("checkpoints/.step_*.old")]):
         dest = old.with_name(old.name[1 : -len(".old")])
         if old.is_dir() and not dest.exists():
             os.replace(old, dest)

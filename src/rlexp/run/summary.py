@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from rlexp.cluster.liveness import slurm_restart_count
+from rlexp.cluster.liveness import boot_id, slurm_restart_count
 
 PACKAGES = (
     "rlexp",
@@ -67,6 +67,7 @@ def provenance() -> dict[str, Any]:
         "versions": package_versions(),
         "git": {"rlexp": _rlexp_source_commit(), "cwd": git_commit(Path.cwd())},
         "host": socket.gethostname(),
+        "boot_id": boot_id(),
         "pid": os.getpid(),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "slurm_restart": slurm_restart_count(),
