@@ -203,6 +203,7 @@ def test_a_killed_run_without_checkpoints_starts_over_and_keeps_its_files_aside(
     assert (aside / "monitor" / "train" / "0.monitor.csv").is_file()
 
 
+@pytest.mark.slow
 def test_the_printed_hint_finishes_a_run_in_a_dir_with_spaces_and_its_searchpath(tmp_path):
     """The hint and command.txt re-run the run exactly: Hydra-quoted run dir, hydra.searchpath kept."""
     (tmp_path / "conf" / "tuned").mkdir(parents=True)

@@ -284,6 +284,7 @@ def test_one_owner_per_run_dir_when_three_start_at_once(tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_a_run_killed_in_a_pid_namespace_resumes(tmp_path):
     """In a container every run is pid 1: the lock, not the PID, tells that the owner is gone."""
     if (
