@@ -27,7 +27,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from rlexp.errors import ConfigError, Refused
+from rlexp.errors import ConfigError, Refused, one_line_error
 from rlexp.run import lock
 from rlexp.schema import did_you_mean, reject_unknown_keys
 
@@ -138,7 +138,7 @@ def _check_extra_callbacks(cfg: DictConfig) -> None:
         try:
             cls = get_class(target) if target else None
         except Exception as err:
-            raise ConfigError(f"callbacks.extra.{name}._target_={target}: {' '.join(str(err).split())}") from None
+            raise ConfigError(f"callbacks.extra.{name}._target_={target}: {one_line_error(err)}") from None
         if not (isinstance(cls, type) and issubclass(cls, BaseCallback)):
             raise ConfigError(
                 f"callbacks.extra.{name}: needs a _target_ naming an SB3 BaseCallback class, got {target}"

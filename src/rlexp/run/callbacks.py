@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlexp.run.saving import atomic_write_json, remove_partial_saves, save_agent_dir
+from rlexp.run.saving import atomic_write_json, remove_partial_saves, replace_durably, save_agent_dir
 
 BEST_DIR = "best"
 BEST_FILE = "best.json"  # the evaluation that made best/ the best, next to its agent
@@ -155,9 +154,7 @@ class RunEvalCallback(EvalCallback):
             return False
         written = Path(f"{self.log_path}.npz") if self.npz is not None else None
         if written is not None and written.is_file():
-            with open(written, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(written, self.npz)
+            replace_durably(written, self.npz)
         return keep_going
 
 

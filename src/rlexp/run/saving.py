@@ -36,11 +36,16 @@ def atomic_write(dest: Path, write: Callable[[Path], Any]) -> None:
     tmp = dest.with_name(f".{dest.stem}.tmp{os.getpid()}{dest.suffix}")
     try:
         write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
+        replace_durably(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def replace_durably(tmp: Path, dest: Path) -> None:
+    """Moves a finished ``tmp`` over ``dest`` in one step, flushed to disk first and after."""
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, dest)
     _fsync_dir(dest.parent)
 
 
@@ -89,9 +94,10 @@ def save_agent_dir(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = F
     _fsync_dir(dest_dir.parent)
 
 
-def remove_partial_saves(directory: Path) -> None:
-    """Drop what a killed process left half-written (hidden ``.*.tmp*`` files and dirs)."""
-    for leftover in directory.glob(".*.tmp*"):
+def remove_partial_saves(directory: Path, recursive: bool = False) -> None:
+    """Drop what a killed process left half-written (hidden ``.*.tmp*`` files and dirs) in ``directory``
+    (and below it, ``recursive``)."""
+    for leftover in sorted(directory.rglob(".*.tmp*") if recursive else directory.glob(".*.tmp*")):
         if leftover.is_dir():
             shutil.rmtree(leftover, ignore_errors=True)
         else:
@@ -102,11 +108,7 @@ def recover_partial_saves(run_dir: Path) -> None:
     """What a kill during a save left anywhere in a run dir: half-written temporaries are dropped, and an
     agent dir (best/, resume/, a checkpoint) whose swap was cut between its two renames (only
     ``.<name>.old`` left) is put back."""
-    for leftover in sorted(run_dir.rglob(".*.tmp*")):
-        if leftover.is_dir():
-            shutil.rmtree(leftover, ignore_errors=True)
-        else:
-            leftover.unlink(missing_ok=True)
+    remove_partial_saves(run_dir, recursive=True)
     for old in sorted([*run_dir.glob(".*.old"), *run_dir.glob("checkpoints/.step_*.old")]):
         dest = old.with_name(old.name[1 : -len(".old")])
         if old.is_dir() and not dest.exists():
