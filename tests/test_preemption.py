@@ -326,3 +326,57 @@ def test_a_stop_signal_during_a_multiruns_final_evaluation_ends_the_sweep(tmp_pa
     assert again.returncode == 0, again.stderr[-2000:]
     for job in ("0", "1"):
         assert json.loads((tmp_path / "sweep" / job / "summary.json").read_text())["status"] == "completed"
+
+
+LATE = """import os
+import signal
+
+import gymnasium as gym
+import numpy as np
+
+
+class LateSignalEnv(gym.Env):
+    \"\"\"Episodes of 10 steps; with kill_on_close, an env that has been stepped sends SIGTERM to its own
+    process when it closes: after the final evaluation, before the run records itself completed.\"\"\"
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, kill_on_close=False):
+        self.kill_on_close, self.steps, self.stepped = kill_on_close, 0, False
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        self.stepped = True
+        return np.zeros(2, np.float32), 1.0, self.steps >= 10, False, {}
+
+    def close(self):
+        if self.kill_on_close and self.stepped:
+            os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+@pytest.mark.parametrize("multirun", [False, True])
+def test_a_stop_signal_as_the_run_completes_keeps_it_completed_and_ends_a_sweep(multirun, tmp_path):
+    (tmp_path / "late.py").write_text(LATE)
+    args = ["env.id=late:LateSignalEnv", "~tuned", "+env.eval_kwargs.kill_on_close=true", *FAST, "algo.n_steps=32"]
+    args = ["-m", *args, "seed=0,1", "hydra.sweep.dir=sweep"] if multirun else [*args, "hydra.run.dir=run"]
+    result = rlexp_cli(args, cwd=tmp_path)
+    run_dir = tmp_path / ("sweep/0" if multirun else "run")
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "completed"
+    if not multirun:  # nothing was left to stop
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stderr.strip().splitlines()[-1] == "rlexp: SIGTERM came as the run completed; it is complete"
+        return
+    assert result.returncode == 128 + signal.SIGTERM, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == (
+        "rlexp: SIGTERM came as the run completed; to finish the multirun, re-run the same command "
+        "with hydra.sweep.dir=sweep"
+    )
+    assert not (tmp_path / "sweep" / "1").exists()  # the next job never started

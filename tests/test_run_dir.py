@@ -376,3 +376,100 @@ def test_a_run_dir_whose_lock_is_held_is_refused_and_left_as_it_was(tmp_path):
 
 def lock_owner(files) -> str:
     return next(b for p, b in files.items() if p.name == ".rlexp.lock").decode().strip()
+
+
+def _as_if_killed(run_dir) -> None:
+    """The run dir as a SIGKILL leaves it: summary.json still says running, and no process holds the lock."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["status"] = "running"
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+
+
+def _cut(path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+DAMAGED = [*FAST, "n_timesteps=1024", "env.normalize=true", "callbacks=checkpoints", "callbacks.checkpoint.freq=256"]
+DAMAGED += ["callbacks.checkpoint.keep_last=4"]  # 8 envs x 32 steps: checkpoints at 256, 512, 768, 1024
+
+
+def test_a_resume_passes_over_damaged_checkpoints_and_rebuilds_the_best_from_the_evaluations(tmp_path, caplog):
+    train(DAMAGED, tmp_path)
+    checkpoints = tmp_path / "checkpoints"
+    assert sorted(d.name for d in checkpoints.iterdir()) == [f"step_{s:012d}" for s in (256, 512, 768, 1024)]
+    _as_if_killed(tmp_path)
+    _cut(checkpoints / "step_000000001024" / "model.zip")
+    _cut(checkpoints / "step_000000000768" / "vecnormalize.pkl")
+    (tmp_path / "best" / "best.json").write_text("{not json")
+
+    summary = train(DAMAGED, tmp_path)
+    assert summary["status"] == "completed" and summary["resumed"][0]["step"] == 512
+    assert summary["steps_done"] == 1024
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("step_000000001024/model.zip" in w and "passing over the agent saved at step 1024" in w for w in warned)
+    assert any("step_000000000768/vecnormalize.pkl: cut short" in w for w in warned)
+    assert any("best.json is unreadable" in w for w in warned)
+    # the best of the whole series, as an uninterrupted run finds it (the first of equal means)
+    with np.load(tmp_path / "evaluations.npz") as data:
+        means = data["results"].mean(axis=1)
+        assert list(data["timesteps"]) == [128 * i for i in range(1, 9)]
+        assert summary["best_eval"]["step"] == data["timesteps"][int(np.argmax(means))]
+    assert json.loads((tmp_path / "best" / "best.json").read_text()) == summary["best_eval"]
+
+
+def test_a_resume_with_a_cut_evaluations_file_starts_its_evaluations_afresh(tmp_path, caplog):
+    train(DAMAGED, tmp_path)
+    _as_if_killed(tmp_path)
+    _cut(tmp_path / "evaluations.npz")
+    summary = train(DAMAGED, tmp_path)
+    assert summary["status"] == "completed" and summary["resumed"][0]["step"] == 1024
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("evaluations.npz is unreadable" in w for w in warned)
+    # kept aside, not rewritten as an empty series (nothing was left to evaluate periodically)
+    assert not (tmp_path / "evaluations.npz").exists() and (tmp_path / "evaluations.npz.damaged").is_file()
+
+
+def _garbage_summary(run_dir) -> tuple[str, list[str]]:
+    (run_dir / "summary.json").write_text("{garbage")
+    return "summary.json: unreadable (Expecting property name", []
+
+
+def _summary_not_an_object(run_dir) -> tuple[str, list[str]]:
+    (run_dir / "summary.json").write_text("[]")
+    return "summary.json: unreadable (a JSON list, not an object); move the run dir aside", []
+
+
+def _interrupted_run_with_a_bad_config(run_dir) -> tuple[str, list[str]]:
+    (run_dir / "summary.json").write_text(json.dumps({"status": "interrupted", "steps_done": 0}))
+    (run_dir / "config.yaml").write_text("algo: [ppo\n")
+    return "config.yaml: unreadable (while parsing a flow sequence", []
+
+
+def _trained_agent_with_a_bad_summary(run_dir) -> tuple[str, list[str]]:
+    with zipfile.ZipFile(run_dir / "model.zip", "w") as model:
+        model.writestr("data", "{}")
+    (run_dir / "summary.json").write_text("[]")
+    return "summary.json: unreadable (a JSON list, not an object); fix or remove it", ["trained_agent=run"]
+
+
+CORRUPT_RUN_FILES = [
+    _garbage_summary,
+    _summary_not_an_object,
+    _interrupted_run_with_a_bad_config,
+    _trained_agent_with_a_bad_summary,
+]
+
+
+@pytest.mark.parametrize("damage", CORRUPT_RUN_FILES, ids=lambda f: f.__name__.strip("_"))
+def test_a_corrupt_run_file_is_named_in_one_line_and_left_as_it_was(damage, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    expected, args = damage(run_dir)
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    result = rlexp_cli(["n_timesteps=256", *(args or ["hydra.run.dir=run"])], cwd=tmp_path)
+    assert result.returncode == 1
+    (line,) = stderr_lines(result)
+    assert line.startswith("rlexp: error: run/") and expected in line, line
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # a trained agent's refused run made no dir

@@ -423,3 +423,20 @@ def test_search_space_fits_the_per_trial_budget():
     assert (space["algo.n_steps"].low, space["algo.n_steps"].high) == (16, 128)
     with pytest.raises(ConfigError, match=r"algo.n_steps: every choice \[512, 1024\] exceeds 128"):
         parse_search_space({"algo.n_steps": "choice(512,1024)"}, [], cfg)
+
+
+@pytest.mark.slow
+def test_a_stop_signal_as_a_trial_completes_records_it_and_ends_the_search(tmp_path):
+    from test_preemption import LATE
+
+    (tmp_path / "late.py").write_text(LATE)
+    late = ["env.id=late:LateSignalEnv", "+env.eval_kwargs.kill_on_close=true", "hydra.sweeper.study_name=late"]
+    result = rlexp_cli([*SMALL, *late, "hydra.sweeper.n_trials=3"], cwd=tmp_path, timeout=600)
+    assert result.returncode == 128 + signal.SIGTERM, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        "rlexp: SIGTERM came as the run completed; re-run the same command to continue the search"
+    )
+    study = _study(tmp_path, "late")
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE]  # told before the search stopped
+    with open(tmp_path / "sweep" / "trials.csv") as f:
+        assert [row["state"] for row in csv.DictReader(f)] == ["COMPLETE"]

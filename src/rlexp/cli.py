@@ -67,9 +67,13 @@ def app(cfg: DictConfig) -> float:
         n_seeds = int(hydra_cfg.sweeper.get("seeds_per_trial", 1))
         return run_trial(cfg, run_dir, choices, command, warnings, trial, n_seeds)
     except Interrupted as err:
+        if err.completed is not None and not multirun:  # nothing left to stop
+            print(f"rlexp: {err}; it is complete", file=sys.stderr)
+            return err.completed
         if multirun:
             err.hint = (
-                "re-run the same command to continue the search (the stopped trial runs again)"
+                "re-run the same command to continue the search"
+                + (" (the stopped trial runs again)" if err.completed is None else "")
                 if os.environ.get(ENV_TRIAL)
                 else f"to finish the multirun, re-run the same command with hydra.sweep.dir={hydra_cfg.sweep.dir}"
             )
@@ -121,7 +125,9 @@ def _rerun_command(hydra_cfg: DictConfig, run_dir: Path) -> list[str]:
 
 def _stopped(err: Interrupted) -> None:
     """A run stopped by a signal saved a checkpoint: say how to go on; exit as the signal would."""
-    if err.checkpoint is not None:
+    if err.completed is not None:
+        print(f"rlexp: {err}; {err.hint}", file=sys.stderr)
+    elif err.checkpoint is not None:
         hint = err.hint or f"to finish the run: {shlex.join(err.command)}"
         print(f"rlexp: {err}; checkpoint in {err.checkpoint}; {hint}", file=sys.stderr)
     sys.exit(128 + err.signum)

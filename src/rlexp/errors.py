@@ -31,23 +31,33 @@ class Refused(BaseException):
 
 
 class Interrupted(BaseException):
-    """Training stopped on a signal, after writing a resume checkpoint.
+    """Training stopped on a signal, after writing a resume checkpoint; or a signal came just as the run
+    completed (``completed``: its final mean reward), which ends a sweep before its next job.
 
     A BaseException, like KeyboardInterrupt, so that a sweep stops instead of recording a failed job.
     """
 
-    def __init__(self, signum: int, step: int, previous_handler: Any) -> None:
-        super().__init__(f"stopped by {signal.Signals(signum).name} at step {step}")
+    def __init__(self, signum: int, step: int, previous_handler: Any, completed: float | None = None) -> None:
+        name = signal.Signals(signum).name
+        super().__init__(
+            f"stopped by {name} at step {step}" if completed is None else f"{name} came as the run completed"
+        )
         self.signum, self.step, self.previous_handler = signum, step, previous_handler
+        self.completed = completed
         # set by the manager: where the checkpoint is, and the job's command
         self.checkpoint: Path | None = None
         self.command: list[str] = ["rlexp"]
         # set by the command line: how to go on, when not by re-running the job in its run dir
         self.hint: str | None = None
 
+    @staticmethod
+    def forwards_to(handler: Any) -> bool:
+        """Whether ``handler`` (the one before ours) gets the signal: not Python's defaults, which would
+        only stop the process that we stop on our own."""
+        return callable(handler) and handler is not signal.default_int_handler
+
     def forward(self) -> None:
         """Hands the signal on to the handler that was there before ours (e.g. submitit's, which requeues
-        the SLURM job and exits). Python's default handlers are left out: we stop on our own."""
-        handler = self.previous_handler
-        if callable(handler) and handler is not signal.default_int_handler:
-            handler(self.signum, None)
+        the SLURM job and exits)."""
+        if self.forwards_to(self.previous_handler):
+            self.previous_handler(self.signum, None)

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, Interrupted
 from rlexp.overrides import as_override
 from rlexp.run.saving import atomic_write_text
 from rlexp.search.results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
@@ -177,6 +177,13 @@ class OptunaSweeper(Sweeper):
                 returns = self.launcher.launch(batch, initial_job_idx=self.job_idx)
             except Exception as err:  # a job's overrides do not compose, or one submitit job died without a result
                 returns = [self._recorded_outcome(trial, err) for trial in trials]
+            except Interrupted as err:  # a stop signal: the trials that completed count, the others run again
+                for trial in trials:
+                    ret = self._recorded_outcome(trial, err)
+                    if ret.status == JobStatus.COMPLETED:
+                        self._tell(study, trial, ret)
+                write_results(study, self.sweep_dir, self.config, plots=False)
+                raise
             self.job_idx += len(batch)
             for trial, ret in zip(trials, returns, strict=True):
                 self._tell(study, trial, ret)

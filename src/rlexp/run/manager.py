@@ -108,6 +108,7 @@ def run(
         try:
             _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
         except BaseException as err:
+            stopper.restore()
             if isinstance(err, OSError) and err.filename is None:  # e.g. ENOSPC from inside a writer
                 err.filename = str(run_dir)
             summary.update(status=_failure_status(err), error=f"{type(err).__name__}: {err}", end_time=now())
@@ -119,16 +120,21 @@ def run(
                 err.checkpoint, err.command = run_dir / RESUME_DIR, rerun
                 err.forward()  # e.g. submitit's handler: requeues the SLURM job, which then resumes here
             raise
+        try:  # a stop signal from here on finds the run completed
+            summary.update(status="completed", end_time=now())
+            atomic_write_json(run_dir / "summary.json", summary)
         finally:
             stopper.restore()
-        summary.update(status="completed", end_time=now())
-        atomic_write_json(run_dir / "summary.json", summary)
         shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
         final, best = summary["final_eval"], summary["best_eval"]
         print(
             f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
             f"over {final['episodes']} episodes" + (f", best {best['mean']:.2f}" if best else "")
         )
+        late = stopper.after_completion(summary["steps_done"], final["mean"])
+        if late is not None:  # came as the run completed: a sweep in this process stops before its next job
+            late.command = rerun
+            raise late
         return final["mean"]
 
 

@@ -7,7 +7,6 @@ builders on a one-env probe before a run dir exists.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import warnings
 import zipfile
@@ -22,6 +21,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.run.noise import build_action_noise
+from rlexp.run.run_dir import read_summary
 from rlexp.run.saving import REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
 
 # replay buffer of the front door's probe model: the configured size is checked, not allocated
@@ -182,12 +182,9 @@ def find_trained_agent(path: str) -> tuple[Path, Path]:
 def _recorded_algo(model_dir: Path) -> str | None:
     """The algorithm that rlexp recorded for a run dir (model.zip may sit in a subdir such as best/)."""
     for d in (model_dir, model_dir.parent, model_dir.parent.parent):
-        summary = d / "summary.json"
-        if summary.is_file():
-            try:
-                return json.loads(summary.read_text()).get("algo_class")
-            except (OSError, ValueError) as err:
-                raise ConfigError(f"{summary}: unreadable ({err}); fix or remove it") from None
+        summary = read_summary(d, remedy="fix or remove it")
+        if summary is not None:
+            return summary.get("algo_class")
     return None
 
 

@@ -35,10 +35,10 @@ from stable_baselines3.common.logger import (
 )
 
 from rlexp.cluster.liveness import boot_id, run_process_is_gone
-from rlexp.errors import Interrupted
+from rlexp.errors import Interrupted, one_line_error
 from rlexp.run import lock
 from rlexp.run.callbacks import BEST_DIR, BEST_FILE, CHECKPOINT_DIR, ReportToTrial, SaveBestCallback
-from rlexp.run.saving import save_agent_dir
+from rlexp.run.saving import MODEL_FILE, atomic_write_json, damage, save_agent_dir
 
 log = logging.getLogger(__name__)
 RESUME_DIR = "resume"
@@ -124,6 +124,14 @@ class StopOnSignal(BaseCallback):
             raise StopTraining
         return True
 
+    def after_completion(self, step: int, result: float) -> Interrupted | None:
+        """A stop signal that came once training and evaluation were over, when the run completed anyway;
+        None when there was none, or when the handler before ours takes over (submitit's: the job is done
+        and returns its result)."""
+        if self.signum is None or Interrupted.forwards_to(self._previous.get(self.signum)):
+            return None
+        return Interrupted(self.signum, step, self._previous.get(self.signum), completed=result)
+
     def interrupted(self) -> Interrupted | None:
         if self.saved_at is None:
             return None
@@ -154,22 +162,28 @@ def abandoned(summary: dict[str, Any], run_dir: Path) -> bool:
     return free if free is not None else run_process_is_gone(summary)
 
 
-def resume_point(run_dir: Path, summary: dict[str, Any]) -> ResumePoint | None:
+def resume_point(run_dir: Path, summary: dict[str, Any], warn: bool = False) -> ResumePoint | None:
     """Where to continue the run in ``run_dir``: the agent saved on a signal; for an abandoned run, the
-    newest of its checkpoints (None when it has none: it starts over)."""
+    newest of its checkpoints. A damaged agent is passed over for the next newest (``warn``: saying so);
+    None when none is left (the run starts over)."""
     resume = run_dir / RESUME_DIR
+    found = []
     if summary.get("status") == RESUMABLE:
-        return ResumePoint(resume, int(summary["steps_done"])) if (resume / "model.zip").is_file() else None
-    if not abandoned(summary, run_dir):
+        found.append(ResumePoint(resume, int(summary["steps_done"])))
+    elif not abandoned(summary, run_dir):
         return None
-    found = [
-        ResumePoint(d, int(d.name.removeprefix("step_")))
-        for d in (run_dir / CHECKPOINT_DIR).glob("step_*")
-        if (d / "model.zip").is_file()
-    ]
-    if (resume / "model.zip").is_file() and summary.get("resumed"):  # saved before the last resumption
+    elif summary.get("resumed"):  # saved before the last resumption
         found.append(ResumePoint(resume, int(summary["resumed"][-1]["step"])))
-    return max(found, key=lambda point: point.step, default=None)
+    found += [ResumePoint(d, int(d.name.removeprefix("step_"))) for d in (run_dir / CHECKPOINT_DIR).glob("step_*")]
+    for point in sorted(found, key=lambda point: point.step, reverse=True):
+        if not (point.path / MODEL_FILE).is_file():
+            continue
+        damaged = damage(point.path)
+        if damaged is None:
+            return point
+        if warn:
+            log.warning("%s; passing over the agent saved at step %d", damaged, point.step)
+    return None
 
 
 def set_aside(run_dir: Path) -> Path:
@@ -245,8 +259,10 @@ def restore_evaluations(eval_cb: EvalCallback, run_dir: Path, n_calls: int, upto
                 eval_cb.evaluations_length = [list(data["ep_lengths"][i]) for i in keep]
                 if "successes" in data:
                     eval_cb.evaluations_successes = [list(data["successes"][i]) for i in keep]
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # atomic since; an older run's may be cut
-        log.warning("%s is unreadable (%s); the resumed run's evaluations start afresh", npz, err)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # written atomically: a copy or disk fault
+        aside = npz.with_name(npz.name + ".damaged")
+        npz.replace(aside)
+        log.warning("%s is unreadable (%s); moved to %s, the resumed run's evaluations start afresh", npz, err, aside)
     eval_cb.n_calls = n_calls  # env steps / n_envs since the run started: evaluations stay on their steps
 
 
@@ -264,8 +280,36 @@ def restore_evaluation_state(
     restore_evaluations(eval_cb, run_dir, (step - summary["start_step"]) // cfg.env.n_envs, upto_step=resume.step)
     # best/ holds it (its best.json is there even when the run died before updating summary.json)
     recorded = run_dir / BEST_DIR / BEST_FILE
-    save_best.best = json.loads(recorded.read_text()) if recorded.is_file() else summary.get("best_eval")
+    if not recorded.is_file():
+        save_best.best = summary.get("best_eval")
+    else:
+        save_best.best = _recorded_best(recorded)
+        if save_best.best is None:  # unreadable: rebuilt and written again
+            save_best.best = _best_of(eval_cb)
+            if save_best.best is not None:
+                atomic_write_json(recorded, save_best.best)
     if save_best.best is not None:
         eval_cb.best_mean_reward = float(save_best.best["mean"])
     if reporter is not None:  # the trial's reports go on from the evaluations already reported
         reporter.values = [float(np.mean(r)) for r in eval_cb.evaluations_results]
+
+
+def _recorded_best(path: Path) -> dict[str, Any] | None:
+    try:
+        best = json.loads(path.read_text())
+        float(best["mean"])
+        return best
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        log.warning("%s is unreadable (%s); the best so far is taken from the evaluations", path, one_line_error(err))
+        return None
+
+
+def _best_of(eval_cb: EvalCallback) -> dict[str, Any] | None:
+    """The evaluation that made best/ the best (EvalCallback keeps the first of equal means)."""
+    if not eval_cb.evaluations_results:
+        return None
+    means = [float(np.mean(r)) for r in eval_cb.evaluations_results]
+    i = int(np.argmax(means))
+    rewards = np.asarray(eval_cb.evaluations_results[i])
+    step = int(eval_cb.evaluations_timesteps[i])
+    return {"mean": means[i], "std": float(rewards.std()), "episodes": int(rewards.size), "step": step}

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
 from rlexp.run.lock import LOCK_FILE, is_free
-from rlexp.run.preemption import ResumePoint, abandoned, resume_point, set_aside
+from rlexp.run.preemption import RESUMABLE, ResumePoint, abandoned, resume_point, set_aside
 from rlexp.run.saving import recover_partial_saves
 
 log = logging.getLogger(__name__)
@@ -25,15 +25,18 @@ SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "config.yaml"
 
 
-def read_summary(run_dir: Path) -> dict[str, Any] | None:
-    """The run's summary.json (None when there is none)."""
+def read_summary(run_dir: Path, remedy: str = "move the run dir aside or choose another one") -> dict[str, Any] | None:
+    """The run's summary.json (None when there is none); an unreadable one is refused, saying ``remedy``."""
     path = run_dir / SUMMARY_FILE
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
+        summary = json.loads(path.read_text())
+        if not isinstance(summary, dict):
+            raise ValueError(f"a JSON {type(summary).__name__}, not an object")
+        return summary
     except (OSError, ValueError) as err:
-        raise ConfigError(f"{path}: unreadable ({err}); move the run dir aside or choose another one") from None
+        raise ConfigError(f"{path}: unreadable ({err}); {remedy}") from None
 
 
 def completed_run(run_dir: Path) -> dict[str, Any] | None:
@@ -66,19 +69,21 @@ def config_difference(cfg: DictConfig, run_dir: Path) -> str:
 
 
 def check_run_dir(
-    cfg: DictConfig, run_dir: Path, keep_completed: bool = False
+    cfg: DictConfig, run_dir: Path, keep_completed: bool = False, warn: bool = False
 ) -> tuple[dict, ResumePoint | None] | None:
     """Refuses a run dir that holds another run; returns the summary and resume point of this run when
     it is there to continue (point None: it died without a checkpoint and starts over), else None.
 
-    ``keep_completed``: this run, completed, is accepted (a multirun run again keeps it)."""
+    ``keep_completed``: this run, completed, is accepted (a multirun run again keeps it); ``warn``: about
+    damaged agents passed over."""
     summary = read_summary(run_dir)
     if summary is None:
         return None
     if keep_completed and summary.get("status") == "completed" and not config_difference(cfg, run_dir):
         return None
-    point = resume_point(run_dir, summary)
-    if point is None and not abandoned(summary, run_dir):
+    point = resume_point(run_dir, summary, warn)
+    # an interrupted run whose resume agent is damaged, with no intact checkpoint either, starts over
+    if point is None and summary.get("status") != RESUMABLE and not abandoned(summary, run_dir):
         status = summary.get("status")
         where = f"{summary.get('host')} pid {summary.get('pid')}"
         owner = (
@@ -103,13 +108,15 @@ def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], Resum
     saved nothing (its files are set aside and it starts over). Any other run there is refused."""
     if (run_dir / SUMMARY_FILE).is_file():
         recover_partial_saves(run_dir)  # before the resume point is chosen and best/ is read
-    found = check_run_dir(cfg, run_dir)
+    found = check_run_dir(cfg, run_dir, warn=True)
     if found is None:
         return None
     summary, point = found
     if point is None:
         log.warning(
-            "the run in %s ended without a checkpoint; starting over (its files: %s)", run_dir, set_aside(run_dir)
+            "the run in %s ended without an intact checkpoint; starting over (its files: %s)",
+            run_dir,
+            set_aside(run_dir),
         )
         return None
     return summary, point

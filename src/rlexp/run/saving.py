@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,3 +116,30 @@ def recover_partial_saves(run_dir: Path) -> None:
             os.replace(old, dest)
         else:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def damage(agent_dir: Path) -> str | None:
+    """What makes a saved agent unusable (None when it is intact): a model.zip that fails its checksums, or
+    a pickle cut short. rlexp writes agents atomically, so this is a copy, a disk or a file system at fault."""
+    model = agent_dir / MODEL_FILE
+    try:
+        with zipfile.ZipFile(model) as archive:
+            bad = archive.testzip()
+            if bad is not None or "data" not in archive.namelist():
+                return f"{model}: {'bad checksum in ' + bad if bad else 'incomplete (no data member)'}"
+    except (OSError, zipfile.BadZipFile) as err:
+        return f"{model}: {err}"
+    for name in (VECNORMALIZE_FILE, REPLAY_BUFFER_FILE):
+        pickled = agent_dir / name
+        if pickled.is_file() and not _ends_like_a_pickle(pickled):
+            return f"{pickled}: cut short"
+    return None
+
+
+def _ends_like_a_pickle(path: Path) -> bool:
+    with open(path, "rb") as f:  # a pickle's last opcode is STOP ("."); a cut file almost never ends so
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return False
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"."

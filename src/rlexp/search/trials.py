@@ -9,6 +9,7 @@ import numpy as np
 import optuna
 from omegaconf import DictConfig
 
+from rlexp.errors import Interrupted
 from rlexp.run.callbacks import ReportToTrial
 from rlexp.run.manager import run
 from rlexp.run.run_dir import completed_run, config_difference
@@ -32,6 +33,7 @@ def run_trial(
         return run(cfg, run_dir, choices, command, warnings, ReportToTrial(trial))
     seeds = list(range(cfg.seed, cfg.seed + n_seeds))
     finals: list[float] = []
+    late: Interrupted | None = None
     reporters: list[ReportToTrial] = []
     for seed in seeds:
         seed_cfg = cfg.copy()
@@ -47,9 +49,17 @@ def run_trial(
             finals.append(done["final_eval"]["mean"])
         else:
             seed_command = [arg for arg in command if not arg.startswith("seed=")] + [f"seed={seed}"]
-            finals.append(run(seed_cfg, seed_dir, choices, seed_command, warnings, reporter))
+            try:
+                finals.append(run(seed_cfg, seed_dir, choices, seed_command, warnings, reporter))
+            except Interrupted as err:  # a stop signal as the last seed completed: the trial is complete
+                if err.completed is None or seed != seeds[-1]:
+                    raise
+                finals.append(err.completed)
+                late = err
         reporters.append(reporter)
     mean = float(np.mean(finals))
     atomic_write_json(run_dir / "trial.json", {"seeds": seeds, "finals": finals, "mean": mean})
     print(f"rlexp: trial {trial.number} mean final eval over {n_seeds} seeds: {mean:.2f}")
+    if late is not None:  # the search stops before its next trial (it records this one from trial.json)
+        raise late
     return mean
