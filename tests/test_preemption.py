@@ -371,12 +371,13 @@ def test_a_stop_signal_as_the_run_completes_keeps_it_completed_and_ends_a_sweep(
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "completed"
     if not multirun:  # nothing was left to stop
         assert result.returncode == 0, result.stderr[-2000:]
-        assert result.stderr.strip().splitlines()[-1] == "rlexp: SIGTERM came as the run completed; it is complete"
+        last = result.stderr.strip().splitlines()[-1]
+        assert last == f"rlexp: SIGTERM came as the run in {run_dir} completed; it is complete"
         return
     assert result.returncode == 128 + signal.SIGTERM, result.stderr[-2000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last == (
-        "rlexp: SIGTERM came as the run completed; to finish the multirun, re-run the same command "
-        "with hydra.sweep.dir=sweep"
+        f"rlexp: SIGTERM came as the run in {run_dir} completed; to finish the multirun, re-run the same "
+        "command with hydra.sweep.dir=sweep"
     )
     assert not (tmp_path / "sweep" / "1").exists()  # the next job never started

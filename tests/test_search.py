@@ -434,7 +434,8 @@ def test_a_stop_signal_as_a_trial_completes_records_it_and_ends_the_search(tmp_p
     result = rlexp_cli([*SMALL, *late, "hydra.sweeper.n_trials=3"], cwd=tmp_path, timeout=600)
     assert result.returncode == 128 + signal.SIGTERM, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1] == (
-        "rlexp: SIGTERM came as the run completed; re-run the same command to continue the search"
+        f"rlexp: SIGTERM came as the run in {tmp_path / 'sweep' / 'trial_0000'} completed; re-run the same command to "
+        "continue the search"
     )
     study = _study(tmp_path, "late")
     assert [t.state for t in study.trials] == [TrialState.COMPLETE]  # told before the search stopped

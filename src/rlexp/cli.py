@@ -125,9 +125,9 @@ def _rerun_command(hydra_cfg: DictConfig, run_dir: Path) -> list[str]:
 
 def _stopped(err: Interrupted) -> None:
     """A run stopped by a signal saved a checkpoint: say how to go on; exit as the signal would."""
-    if err.completed is not None:
+    if err.checkpoint is None:  # it came as a run completed
         print(f"rlexp: {err}; {err.hint}", file=sys.stderr)
-    elif err.checkpoint is not None:
+    else:
         hint = err.hint or f"to finish the run: {shlex.join(err.command)}"
         print(f"rlexp: {err}; checkpoint in {err.checkpoint}; {hint}", file=sys.stderr)
     sys.exit(128 + err.signum)

@@ -37,10 +37,14 @@ class Interrupted(BaseException):
     A BaseException, like KeyboardInterrupt, so that a sweep stops instead of recording a failed job.
     """
 
-    def __init__(self, signum: int, step: int, previous_handler: Any, completed: float | None = None) -> None:
+    def __init__(
+        self, signum: int, step: int, previous_handler: Any, completed: float | None = None, run_dir: Path | None = None
+    ) -> None:
         name = signal.Signals(signum).name
         super().__init__(
-            f"stopped by {name} at step {step}" if completed is None else f"{name} came as the run completed"
+            f"stopped by {name} at step {step}"
+            if completed is None
+            else f"{name} came as the run in {run_dir} completed"
         )
         self.signum, self.step, self.previous_handler = signum, step, previous_handler
         self.completed = completed

@@ -180,7 +180,7 @@ class OptunaSweeper(Sweeper):
             except Interrupted as err:  # a stop signal: the trials that completed count, the others run again
                 for trial in trials:
                     ret = self._recorded_outcome(trial, err)
-                    if ret.status == JobStatus.COMPLETED:
+                    if ret.status == JobStatus.COMPLETED or isinstance(ret._return_value, optuna.TrialPruned):
                         self._tell(study, trial, ret)
                 write_results(study, self.sweep_dir, self.config, plots=False)
                 raise
@@ -327,11 +327,17 @@ class OptunaSweeper(Sweeper):
         if (run_dir / "trial.json").is_file():  # several seeds, all completed
             value = json.loads((run_dir / "trial.json").read_text())["mean"]
             return JobReturn(status=JobStatus.COMPLETED, _return_value=value)
+        from rlexp.run.run_dir import read_summary  # imports SB3: only when a batch failed
+
         statuses = {}
-        for path in [run_dir / "summary.json", *sorted(run_dir.glob("seed_*/summary.json"))]:
-            if path.is_file():
-                statuses[path] = json.loads(path.read_text())
-        summary = statuses.get(run_dir / "summary.json")
+        for d in [run_dir, *sorted(run_dir.glob("seed_*"))]:
+            try:
+                found = read_summary(d)
+            except ConfigError:  # unreadable: that run's outcome is unknown
+                found = None
+            if found is not None:
+                statuses[d] = found
+        summary = statuses.get(run_dir)
         if summary is not None and summary["status"] == "completed":
             return JobReturn(status=JobStatus.COMPLETED, _return_value=summary["final_eval"]["mean"])
         if any(s["status"] == "pruned" for s in statuses.values()):

@@ -19,6 +19,17 @@ BEST_FILE = "best.json"  # the evaluation that made best/ the best, next to its 
 CHECKPOINT_DIR = "checkpoints"
 
 
+def best_record(rewards: Any, step: int) -> dict[str, Any]:
+    """best.json (and summary.json's best_eval): the evaluation that made the best agent the best."""
+    rewards = np.asarray(rewards)
+    return {
+        "mean": float(rewards.mean()),
+        "std": float(rewards.std()),
+        "episodes": int(rewards.size),
+        "step": int(step),
+    }
+
+
 class SaveBestCallback(BaseCallback):
     """Run by EvalCallback on a new best mean reward: saves the agent atomically to ``save_dir``.
 
@@ -33,13 +44,7 @@ class SaveBestCallback(BaseCallback):
 
     def _on_step(self) -> bool:
         assert isinstance(self.parent, EvalCallback)
-        rewards = np.asarray(self.parent.evaluations_results[-1])
-        self.best = {
-            "mean": float(rewards.mean()),
-            "std": float(rewards.std()),
-            "episodes": int(rewards.size),
-            "step": int(self.num_timesteps),
-        }
+        self.best = best_record(self.parent.evaluations_results[-1], self.num_timesteps)
         save_agent_dir(self.model, self.save_dir)
         atomic_write_json(self.save_dir / BEST_FILE, self.best)
         return True

@@ -108,7 +108,6 @@ def run(
         try:
             _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
         except BaseException as err:
-            stopper.restore()
             if isinstance(err, OSError) and err.filename is None:  # e.g. ENOSPC from inside a writer
                 err.filename = str(run_dir)
             summary.update(status=_failure_status(err), error=f"{type(err).__name__}: {err}", end_time=now())
@@ -116,6 +115,8 @@ def run(
                 atomic_write_json(run_dir / "summary.json", summary)
             except OSError as write_err:  # e.g. the disk that failed the run is still full: its error matters
                 log.error("could not record status %s in %s: %s", summary["status"], run_dir, write_err)
+            finally:  # a second signal before the status is written must not cut the write
+                stopper.restore()
             if isinstance(err, Interrupted):
                 err.checkpoint, err.command = run_dir / RESUME_DIR, rerun
                 err.forward()  # e.g. submitit's handler: requeues the SLURM job, which then resumes here
@@ -131,7 +132,7 @@ def run(
             f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
             f"over {final['episodes']} episodes" + (f", best {best['mean']:.2f}" if best else "")
         )
-        late = stopper.after_completion(summary["steps_done"], final["mean"])
+        late = stopper.after_completion(run_dir, final["mean"])
         if late is not None:  # came as the run completed: a sweep in this process stops before its next job
             late.command = rerun
             raise late

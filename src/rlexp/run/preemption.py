@@ -17,7 +17,6 @@ import signal
 import socket
 import threading
 import types
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from stable_baselines3.common.logger import (
 from rlexp.cluster.liveness import boot_id, run_process_is_gone
 from rlexp.errors import Interrupted, one_line_error
 from rlexp.run import lock
-from rlexp.run.callbacks import BEST_DIR, BEST_FILE, CHECKPOINT_DIR, ReportToTrial, SaveBestCallback
+from rlexp.run.callbacks import BEST_DIR, BEST_FILE, CHECKPOINT_DIR, ReportToTrial, SaveBestCallback, best_record
 from rlexp.run.saving import MODEL_FILE, atomic_write_json, damage, save_agent_dir
 
 log = logging.getLogger(__name__)
@@ -124,13 +123,13 @@ class StopOnSignal(BaseCallback):
             raise StopTraining
         return True
 
-    def after_completion(self, step: int, result: float) -> Interrupted | None:
+    def after_completion(self, run_dir: Path, result: float) -> Interrupted | None:
         """A stop signal that came once training and evaluation were over, when the run completed anyway;
         None when there was none, or when the handler before ours takes over (submitit's: the job is done
         and returns its result)."""
         if self.signum is None or Interrupted.forwards_to(self._previous.get(self.signum)):
             return None
-        return Interrupted(self.signum, step, self._previous.get(self.signum), completed=result)
+        return Interrupted(self.signum, self.num_timesteps, self._previous.get(self.signum), result, run_dir)
 
     def interrupted(self) -> Interrupted | None:
         if self.saved_at is None:
@@ -246,23 +245,38 @@ def continued_logger(folder: Path, formats: list[str], upto_step: int) -> Logger
     return Logger(str(folder), outputs)
 
 
-def restore_evaluations(eval_cb: EvalCallback, run_dir: Path, n_calls: int, upto_step: int) -> None:
-    """Carries the earlier part's evaluations (up to the resume step) into the resumed EvalCallback:
-    evaluations.npz keeps them and the schedule stays on the same steps."""
-    npz = run_dir / "evaluations.npz"
+def _read_evaluations(npz: Path) -> dict[str, np.ndarray] | None:
+    """Every member of evaluations.npz, read in full (NpzFile reads lazily: a damaged member would fail
+    half-way through a restore); an unreadable file is set aside as ``evaluations.npz.damaged``."""
+    if not npz.is_file():
+        return None
     try:
-        if npz.is_file():
-            with np.load(npz) as data:
-                keep = [i for i, t in enumerate(data["timesteps"]) if t <= upto_step]
-                eval_cb.evaluations_timesteps = [data["timesteps"][i] for i in keep]
-                eval_cb.evaluations_results = [list(data["results"][i]) for i in keep]
-                eval_cb.evaluations_length = [list(data["ep_lengths"][i]) for i in keep]
-                if "successes" in data:
-                    eval_cb.evaluations_successes = [list(data["successes"][i]) for i in keep]
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # written atomically: a copy or disk fault
+        with np.load(npz) as data:
+            return {name: data[name] for name in data.files}
+    except Exception as err:  # written atomically: a copy or a disk at fault (BadZipFile, zlib.error, ...)
         aside = npz.with_name(npz.name + ".damaged")
         npz.replace(aside)
-        log.warning("%s is unreadable (%s); moved to %s, the resumed run's evaluations start afresh", npz, err, aside)
+        log.warning(
+            "%s is unreadable (%s); moved to %s, the resumed run's evaluations start afresh",
+            npz,
+            one_line_error(err),
+            aside,
+        )
+        return None
+
+
+def restore_evaluations(
+    eval_cb: EvalCallback, data: dict[str, np.ndarray] | None, n_calls: int, upto_step: int
+) -> None:
+    """Carries the earlier part's evaluations (up to the resume step) into the resumed EvalCallback:
+    evaluations.npz keeps them and the schedule stays on the same steps."""
+    if data is not None and {"timesteps", "results", "ep_lengths"} <= data.keys():
+        keep = [i for i, t in enumerate(data["timesteps"]) if t <= upto_step]
+        eval_cb.evaluations_timesteps = [data["timesteps"][i] for i in keep]
+        eval_cb.evaluations_results = [list(data["results"][i]) for i in keep]
+        eval_cb.evaluations_length = [list(data["ep_lengths"][i]) for i in keep]
+        if "successes" in data:
+            eval_cb.evaluations_successes = [list(data["successes"][i]) for i in keep]
     eval_cb.n_calls = n_calls  # env steps / n_envs since the run started: evaluations stay on their steps
 
 
@@ -277,17 +291,17 @@ def restore_evaluation_state(
 ) -> None:
     """A resumed run's evaluations go on as one series: same schedule, same best, same trial reports."""
     eval_cb = save_best.parent
-    restore_evaluations(eval_cb, run_dir, (step - summary["start_step"]) // cfg.env.n_envs, upto_step=resume.step)
+    data = _read_evaluations(run_dir / "evaluations.npz")
+    restore_evaluations(eval_cb, data, (step - summary["start_step"]) // cfg.env.n_envs, upto_step=resume.step)
     # best/ holds it (its best.json is there even when the run died before updating summary.json)
     recorded = run_dir / BEST_DIR / BEST_FILE
-    if not recorded.is_file():
+    save_best.best = _recorded_best(recorded) if recorded.is_file() else None
+    if save_best.best is None and recorded.is_file():  # unreadable: rebuilt and written again
+        save_best.best = _best_of(data) or summary.get("best_eval")
+        if save_best.best is not None:
+            atomic_write_json(recorded, save_best.best)
+    elif save_best.best is None:
         save_best.best = summary.get("best_eval")
-    else:
-        save_best.best = _recorded_best(recorded)
-        if save_best.best is None:  # unreadable: rebuilt and written again
-            save_best.best = _best_of(eval_cb)
-            if save_best.best is not None:
-                atomic_write_json(recorded, save_best.best)
     if save_best.best is not None:
         eval_cb.best_mean_reward = float(save_best.best["mean"])
     if reporter is not None:  # the trial's reports go on from the evaluations already reported
@@ -304,12 +318,10 @@ def _recorded_best(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _best_of(eval_cb: EvalCallback) -> dict[str, Any] | None:
-    """The evaluation that made best/ the best (EvalCallback keeps the first of equal means)."""
-    if not eval_cb.evaluations_results:
+def _best_of(data: dict[str, np.ndarray] | None) -> dict[str, Any] | None:
+    """The evaluation that made best/ the best: the first of the highest means of all evaluations, also
+    those a killed part made after the resume step (best/ may hold its agent)."""
+    if data is None or len(data.get("results", ())) == 0:
         return None
-    means = [float(np.mean(r)) for r in eval_cb.evaluations_results]
-    i = int(np.argmax(means))
-    rewards = np.asarray(eval_cb.evaluations_results[i])
-    step = int(eval_cb.evaluations_timesteps[i])
-    return {"mean": means[i], "std": float(rewards.std()), "episodes": int(rewards.size), "step": step}
+    i = int(np.argmax(data["results"].mean(axis=1)))
+    return best_record(data["results"][i], int(data["timesteps"][i]))

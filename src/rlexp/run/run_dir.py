@@ -72,7 +72,7 @@ def check_run_dir(
     cfg: DictConfig, run_dir: Path, keep_completed: bool = False, warn: bool = False
 ) -> tuple[dict, ResumePoint | None] | None:
     """Refuses a run dir that holds another run; returns the summary and resume point of this run when
-    it is there to continue (point None: it died without a checkpoint and starts over), else None.
+    it is there to continue (point None: no intact checkpoint is left, and it starts over), else None.
 
     ``keep_completed``: this run, completed, is accepted (a multirun run again keeps it); ``warn``: about
     damaged agents passed over."""
@@ -97,7 +97,7 @@ def check_run_dir(
     if differs:
         raise ConfigError(
             f"hydra.run.dir={run_dir} holds an interrupted run with another config (differs at "
-            f"{differs}); to resume it, re-run its command (command.txt)"
+            f"{differs}); to continue it, re-run its command (command.txt)"
         )
     return summary, point
 

@@ -127,8 +127,8 @@ def damage(agent_dir: Path) -> str | None:
             bad = archive.testzip()
             if bad is not None or "data" not in archive.namelist():
                 return f"{model}: {'bad checksum in ' + bad if bad else 'incomplete (no data member)'}"
-    except (OSError, zipfile.BadZipFile) as err:
-        return f"{model}: {err}"
+    except Exception as err:  # zipfile raises what a damaged header trips over (BadZipFile, zlib.error, ...)
+        return f"{model}: {type(err).__name__}: {' '.join(str(err).split())}"
     for name in (VECNORMALIZE_FILE, REPLAY_BUFFER_FILE):
         pickled = agent_dir / name
         if pickled.is_file() and not _ends_like_a_pickle(pickled):

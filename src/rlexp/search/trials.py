@@ -51,8 +51,10 @@ def run_trial(
             seed_command = [arg for arg in command if not arg.startswith("seed=")] + [f"seed={seed}"]
             try:
                 finals.append(run(seed_cfg, seed_dir, choices, seed_command, warnings, reporter))
-            except Interrupted as err:  # a stop signal as the last seed completed: the trial is complete
-                if err.completed is None or seed != seeds[-1]:
+            except Interrupted as err:  # a stop signal as a seed completed: on the last, the trial is complete
+                if err.completed is not None and seed != seeds[-1]:
+                    err.completed = None  # the trial stopped (its completed seeds are kept when it runs again)
+                if err.completed is None:
                     raise
                 finals.append(err.completed)
                 late = err

@@ -1,0 +1,102 @@
+"""A saved agent of a run dir, for the commands that read runs (evaluate, video, and later export):
+which model file, which normalization statistics, and the config the run was trained with.
+
+The run dir contract they rely on: ``config.yaml`` (the resolved config), ``model.zip`` and
+``vecnormalize.pkl`` of the final agent, ``best/`` and ``checkpoints/step_<N>/`` holding the same files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.errors import ConfigError
+from rlexp.run.run_dir import CONFIG_FILE
+from rlexp.run.saving import MODEL_FILE, VECNORMALIZE_FILE
+from rlexp.schema import ExperimentConfig
+
+BEST = "best"
+FINAL = "final"
+
+
+@dataclass
+class SavedAgent:
+    """``name``: final, best, step_<N> or the zip's stem; ``out_dir``: where a command writes about it."""
+
+    name: str
+    model: Path
+    stats: Path | None
+    cfg: DictConfig
+    out_dir: Path
+
+
+def _agents_of(run_dir: Path) -> list[str]:
+    found = [FINAL] if (run_dir / MODEL_FILE).is_file() else []
+    found += [BEST] if (run_dir / BEST / MODEL_FILE).is_file() else []
+    steps = sorted(d.name for d in (run_dir / "checkpoints").glob("step_*") if (d / MODEL_FILE).is_file())
+    return found + [f"step_{int(s.removeprefix('step_'))}" for s in steps]
+
+
+def _agent_dir(run_dir: Path, agent: str) -> Path:
+    if agent == FINAL:
+        return run_dir
+    if agent == BEST:
+        return run_dir / BEST
+    step = re.fullmatch(r"step_(\d+)", agent)
+    if step is None:
+        raise ConfigError(f"--agent {agent}: not final, best or step_<N>")
+    return run_dir / "checkpoints" / f"step_{int(step.group(1)):012d}"
+
+
+def _run_dir_of(path: Path) -> Path | None:
+    """The run dir a model zip belongs to (it may sit in best/ or checkpoints/step_<N>/)."""
+    for d in (path.parent, path.parent.parent, path.parent.parent.parent):
+        if (d / CONFIG_FILE).is_file():
+            return d
+    return None
+
+
+def read_config(run_dir: Path) -> DictConfig:
+    """The run's config.yaml, typed by the experiment schema (enums, defaults of keys added since)."""
+    path = run_dir / CONFIG_FILE
+    try:
+        saved = yaml.safe_load(path.read_text())
+        return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), saved)  # type: ignore[return-value]
+    except Exception as err:  # a YAML or a schema error: the file is not a run's config
+        raise ConfigError(f"{path}: unreadable ({' '.join(str(err).split())[:300]})") from None
+
+
+def open_agent(path: str, agent: str = FINAL) -> SavedAgent:
+    """The agent ``agent`` of the run dir ``path``, or the model ``path`` (a .zip inside a run dir)."""
+    p = Path(path).expanduser()
+    if p.is_file():
+        run_dir = _run_dir_of(p)
+        if run_dir is None:
+            raise ConfigError(f"{path}: no config.yaml next to it or above it (not inside an rlexp run dir)")
+        stats = p.parent / VECNORMALIZE_FILE
+        name = FINAL if p.parent == run_dir else p.parent.name if p.stem == "model" else p.stem
+        name = f"step_{int(name.removeprefix('step_'))}" if re.fullmatch(r"step_\d+", name) else name
+        return SavedAgent(name, p, stats if stats.is_file() else None, read_config(run_dir), run_dir)
+    if not p.is_dir():
+        raise ConfigError(f"{path}: no such run dir or model .zip")
+    if not (p / CONFIG_FILE).is_file():
+        seeds = sorted(d.name for d in p.glob("seed_*") if (d / CONFIG_FILE).is_file())
+        if seeds:
+            raise ConfigError(f"{path} is a trial of {len(seeds)} seeds: pass one of its runs ({', '.join(seeds)})")
+        raise ConfigError(f"{path}: no config.yaml (not an rlexp run dir)")
+    agent_dir = _agent_dir(p, agent)
+    if not (agent_dir / MODEL_FILE).is_file():
+        have = _agents_of(p)
+        raise ConfigError(
+            f"--agent {agent}: {agent_dir / MODEL_FILE} does not exist"
+            + (f" (this run has: {', '.join(have)})" if have else " (this run saved no agent yet)")
+        )
+    stats = agent_dir / VECNORMALIZE_FILE
+    cfg = read_config(p)
+    if cfg.env.normalize and not stats.is_file():
+        raise ConfigError(f"{agent_dir}: no {VECNORMALIZE_FILE}, though the run used env.normalize=true")
+    return SavedAgent(agent, agent_dir / MODEL_FILE, stats if stats.is_file() else None, cfg, p)
