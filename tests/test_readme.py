@@ -89,3 +89,30 @@ def test_error_example_prints_what_readme_shows(command, output, tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip() == output
     assert list(tmp_path.iterdir()) == []
+
+
+def _command_lines(section: str) -> list[str]:
+    return [
+        line.strip().split("  #", 1)[0].strip()
+        for line in _section(section).splitlines()
+        if line.startswith("    rlexp ")
+    ]
+
+
+def test_the_commands_that_read_a_run_run_as_shown(tmp_path):
+    lines = _command_lines("Evaluating and watching a run")
+    assert [line.split()[1] for line in lines] == ["evaluate", "evaluate", "video"]
+    # episodes of at most 50 steps, so that 100 of them take a moment whatever the agent learnt
+    assert _rlexp([*FAST, "callbacks.eval.final_episodes=1", "env.max_episode_steps=50"], tmp_path).returncode == 0
+    (run,) = (tmp_path / "outputs" / "ppo-cartpole").iterdir()
+    for line in lines:
+        args = [a.replace("outputs/ppo-cartpole/<run>", str(run.relative_to(tmp_path))) for a in shlex.split(line)[1:]]
+        result = _rlexp(args, tmp_path)
+        assert result.returncode == 0, (line, result.stderr[-3000:])
+    assert sorted(p.name for p in (run / "eval").iterdir()) == [
+        "best_seed10000_n20_envs4.csv",
+        "best_seed10000_n20_envs4.json",
+        "final_seed10000_n100.csv",
+        "final_seed10000_n100.json",
+    ]
+    assert len(list((run / "videos").glob("final_seed10000_return*.gif"))) == 1

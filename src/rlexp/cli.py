@@ -21,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from hydra_plugins.rlexp_launcher.launcher import LocalParallelLauncher
 from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
 from rlexp import front_door
+from rlexp.commands import is_verb, run_verb
 from rlexp.errors import ConfigError, Interrupted, Refused
 from rlexp.schema import did_you_mean, integer_keys, register_configs, schema_fields
 
@@ -167,6 +168,8 @@ def main() -> None:
     # env.id=my_pkg.envs:MyEnv finds my_pkg in the working directory, as `python -m` would
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())
+    if len(sys.argv) > 1 and is_verb(sys.argv[1]):  # rlexp evaluate RUN ...: a command that reads runs
+        run_verb(sys.argv[1:])
     sys.argv[1:] = _whole_numbers(sys.argv[1:])
     try:
         if _FULL_ERROR:

@@ -93,10 +93,13 @@ class _IgnoringStopSignals:
         return self.make(**kwargs)
 
 
-def make_env_fn(env_cfg: DictConfig, for_eval: bool = False) -> Callable[[], gym.Env]:
+def make_env_fn(env_cfg: DictConfig, for_eval: bool = False, render_mode: str | None = None) -> Callable[[], gym.Env]:
     """A picklable zero-argument constructor of one raw env (before Monitor and wrappers)."""
     spec = resolve_spec(env_cfg.id)
-    return functools.partial(gym.make, spec, **_env_kwargs(env_cfg, for_eval))
+    kwargs = _env_kwargs(env_cfg, for_eval)
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    return functools.partial(gym.make, spec, **kwargs)
 
 
 def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
@@ -181,28 +184,32 @@ def check_env(env_cfg: DictConfig) -> None:
 def build_vec_env(
     env_cfg: DictConfig,
     seed: int,
-    monitor_dir: Path,
+    monitor_dir: Path | None,
     normalize_stats: Path | None = None,
     for_eval: bool = False,
     append: bool = False,
+    n_envs: int | None = None,
+    render_mode: str | None = None,
 ) -> VecEnv:
     """Train env (``for_eval=False``) or eval env with Monitor, wrappers, VecNormalize, frame stack.
 
-    ``append``: the monitor files of a resumed run grow instead of starting over.
+    ``monitor_dir`` None: Monitor writes no file (commands that read a run). ``append``: the monitor files
+    of a resumed run grow instead of starting over. ``n_envs``: default env.n_envs, 1 for eval.
 
     The eval env uses but never updates the normalization statistics: they are synced from the
     train env before each evaluation (SB3's EvalCallback and ``sync_envs_normalization``).
     """
     wrappers = list(OmegaConf.to_container(env_cfg.wrappers, resolve=True).values())  # type: ignore[union-attr]
-    n_envs = 1 if for_eval else env_cfg.n_envs
-    monitor_dir.mkdir(parents=True, exist_ok=True)
-    make = make_env_fn(env_cfg, for_eval)
+    n_envs = n_envs or (1 if for_eval else env_cfg.n_envs)
+    if monitor_dir is not None:
+        monitor_dir.mkdir(parents=True, exist_ok=True)
+    make = make_env_fn(env_cfg, for_eval, render_mode)
     subproc = VEC_ENV_CLASSES[env_cfg.vec_env.value] is SubprocVecEnv
     venv = make_vec_env(
         _IgnoringStopSignals(make) if subproc else make,
         n_envs=n_envs,
         seed=seed + EVAL_SEED_OFFSET if for_eval else seed,
-        monitor_dir=str(monitor_dir),
+        monitor_dir=None if monitor_dir is None else str(monitor_dir),
         monitor_kwargs={"override_existing": not append},
         wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
         vec_env_cls=VEC_ENV_CLASSES[env_cfg.vec_env.value],

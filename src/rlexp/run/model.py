@@ -247,6 +247,15 @@ def _describe(space: Any) -> str:
     return f"{type(space).__name__}{shape}" if type(space).__name__ == "Box" else str(space)[:200]
 
 
+def load_agent(cfg: DictConfig, zip_path: Path) -> BaseAlgorithm:
+    """A saved agent to act with (no env, no replay buffer): for the commands that read runs."""
+    cls = algo_class(cfg)
+    try:
+        return cls.load(zip_path, device=resolve_device(cfg), print_system_info=False)
+    except Exception as err:  # a damaged file, or another algorithm's
+        raise ConfigError(f"{zip_path}: cannot be loaded as {cls.__name__} ({one_line_error(err)})") from None
+
+
 def load_model(cfg: DictConfig, path: str, env: VecEnv) -> BaseAlgorithm:
     """A saved model with its replay buffer (when saved), its step counter intact."""
     cls = algo_class(cfg)

@@ -15,6 +15,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
+from rlexp.run.envs import EVAL_SEED_OFFSET
 from rlexp.run.run_dir import CONFIG_FILE
 from rlexp.run.saving import MODEL_FILE, VECNORMALIZE_FILE
 from rlexp.schema import ExperimentConfig
@@ -32,6 +33,13 @@ class SavedAgent:
     stats: Path | None
     cfg: DictConfig
     out_dir: Path
+
+    def episode_seed(self, seed: int | None) -> int:
+        """The first episode's seed: by default the run's final evaluation's (its seed + 10000)."""
+        return self.cfg.seed + EVAL_SEED_OFFSET if seed is None else seed
+
+    def deterministic(self, stochastic: bool) -> bool:
+        return bool(self.cfg.callbacks.eval.deterministic) and not stochastic
 
 
 def _agents_of(run_dir: Path) -> list[str]:

@@ -1,0 +1,78 @@
+"""`rlexp <verb> ...`: the commands that read run dirs. Anything that is not a verb goes to the Hydra
+training app. Each verb's module has ``add_arguments(parser)`` and ``main(args) -> exit code``; it is
+imported only when called, so that `rlexp --help` and training start as fast as before."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import NoReturn
+
+from rlexp.errors import ConfigError
+
+VERBS = {
+    "evaluate": "score an agent over many episodes, with 95% confidence intervals",
+    "video": "record an agent's episodes to mp4 or gif",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the training command's error style: one line, exit 1."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(1)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be >= 1")
+    return value
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser, episodes: int, verb: str) -> None:
+    """The arguments of the commands that run a saved agent: which agent, how many episodes, how."""
+    parser.add_argument("run", help="a run dir (also a search trial's or a SLURM job's), or a model .zip in one")
+    parser.add_argument("--agent", default="final", help="final (default), best, or step_<N>: a checkpoint")
+    parser.add_argument("--episodes", type=positive_int, default=episodes, help=f"episodes to {verb} ({episodes})")
+    parser.add_argument("--seed", type=int, help="seed of the first episode (default: the run's seed + 10000)")
+    parser.add_argument("--stochastic", action="store_true", help="sample actions (default: the run's setting)")
+
+
+def is_verb(arg: str) -> bool:
+    """A bare word (no ``=``, no leading ``-``, ``+`` or ``~``), which no Hydra override is."""
+    return arg.isidentifier()
+
+
+def run_verb(argv: list[str]) -> NoReturn:
+    """Runs ``rlexp <verb> <args>``; an unknown verb is refused with the closest one."""
+    verb, args = argv[0], argv[1:]
+    if verb not in VERBS:
+        from rlexp.schema import did_you_mean
+
+        print(
+            f"rlexp: error: unknown command {verb!r}{did_you_mean(verb, list(VERBS))}; commands: "
+            f"{', '.join(VERBS)} (training takes key=value overrides: rlexp --help)",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+    module = importlib.import_module(f"rlexp.commands.{verb}")
+    parser = _Parser(
+        prog=f"rlexp {verb}", description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    module.add_arguments(parser)
+    parsed = parser.parse_args(args)
+    try:
+        sys.exit(module.main(parsed))
+    except (ConfigError, OSError) as err:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        text = f"{err.filename}: {err.strerror} (errno {err.errno})" if isinstance(err, OSError) else str(err)
+        print(f"rlexp {verb}: error: {text}", file=sys.stderr)
+        sys.exit(1)

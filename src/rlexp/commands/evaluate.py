@@ -1,0 +1,124 @@
+"""Score a saved agent over many episodes, with 95% bootstrap confidence intervals of the mean and IQM.
+
+The env is rebuilt as the run built its eval env (preset, kwargs, eval kwargs, wrappers, frame stack,
+the agent's VecNormalize statistics, never updated). With the defaults (one env, seed = the run's seed
++ 10000, the run's deterministic setting) the first 10 episodes are those of the run's final evaluation,
+so ``--episodes 10`` reproduces its ``final_eval``. Writes ``<out>/eval/<agent>_seed<S>_n<N>.csv`` (one
+row per episode) and ``.json`` (the summary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlexp.commands import add_agent_arguments, positive_int
+
+if TYPE_CHECKING:  # the run modules import SB3: loaded once the arguments are good
+    from rlexp.run.saved import SavedAgent
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_agent_arguments(parser, episodes=100, verb="run")
+    parser.add_argument("--n-envs", type=positive_int, default=1, help="envs stepped side by side (default 1)")
+
+
+@dataclass
+class Episodes:
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    successes: list[bool] = field(default_factory=list)  # empty unless the env reports is_success
+
+
+def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool, n_envs: int) -> Episodes:
+    """``episodes`` episodes of the agent; env i of ``n_envs`` is seeded ``seed + i``."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from rlexp.run.envs import build_vec_env, closed_at_end
+    from rlexp.run.model import load_agent
+
+    out = Episodes()
+
+    def record_success(local: dict[str, Any], _: dict[str, Any]) -> None:
+        # called for each env that still counts an episode, before evaluate_policy counts a finished one
+        info = local["info"]
+        if local["done"] and (not local["is_monitor_wrapped"] or "episode" in info) and "is_success" in info:
+            out.successes.append(bool(info["is_success"]))
+
+    with closed_at_end(build_vec_env(agent.cfg.env, seed, None, agent.stats, for_eval=True, n_envs=n_envs)) as env:
+        env.seed(seed)
+        model = load_agent(agent.cfg, agent.model)
+        returns, lengths = evaluate_policy(
+            model,
+            env,
+            n_eval_episodes=episodes,
+            deterministic=deterministic,
+            return_episode_rewards=True,
+            callback=record_success,
+        )
+    out.returns, out.lengths = [float(r) for r in returns], [int(n) for n in lengths]
+    if len(out.successes) != len(out.returns):  # reported for some episodes only: not a success rate
+        out.successes = []
+    return out
+
+
+def _csv(episodes: Episodes) -> str:
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["episode", "return", "length", *(["is_success"] if episodes.successes else [])])
+    for i, (r, n) in enumerate(zip(episodes.returns, episodes.lengths, strict=True)):
+        writer.writerow([i, repr(r), n, *([int(episodes.successes[i])] if episodes.successes else [])])
+    return text.getvalue()
+
+
+def _interval(ci: list[float] | None) -> str:
+    return f"95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "(one episode: no CI)"
+
+
+def main(args: argparse.Namespace) -> int:
+    from rlexp.cluster.launchers import job_threads
+    from rlexp.run.saved import open_agent
+    from rlexp.run.saving import atomic_write_json, atomic_write_text
+    from rlexp.stats.scores import summarize
+
+    agent = open_agent(args.run, args.agent)
+    import torch
+
+    torch.set_num_threads(job_threads(agent.cfg.torch_threads))
+    seed, deterministic = agent.episode_seed(args.seed), agent.deterministic(args.stochastic)
+    episodes = run_episodes(agent, args.episodes, seed, deterministic, args.n_envs)
+    summary = summarize(episodes.returns, episodes.successes or None, seed=seed)
+    summary["mean_length"] = sum(episodes.lengths) / len(episodes.lengths)
+    record = {
+        "agent": agent.name,
+        "model": str(agent.model),
+        "seed": seed,
+        "n_envs": args.n_envs,
+        "deterministic": deterministic,
+        **summary,
+    }
+    stem = f"{agent.name}_seed{seed}_n{args.episodes}"
+    stem += (f"_envs{args.n_envs}" if args.n_envs > 1 else "") + ("" if deterministic else "_stochastic")
+    out = agent.out_dir / "eval" / stem
+    atomic_write_text(out.with_suffix(".csv"), _csv(episodes))
+    atomic_write_json(out.with_suffix(".json"), record)
+    _print(record, out)
+    return 0
+
+
+def _print(record: dict[str, Any], out: Path) -> None:
+    mode = "deterministic" if record["deterministic"] else "stochastic"
+    print(f"rlexp: {record['agent']} agent, {record['episodes']} episodes (seed {record['seed']}, {mode})")
+    print(f"  mean    {record['mean']:10.2f}   {_interval(record['ci95_mean'])}")
+    print(f"  IQM     {record['iqm']:10.2f}   {_interval(record['ci95_iqm'])}")
+    print(
+        f"  median  {record['median']:10.2f}   std {record['std']:.2f}, min {record['min']:.2f}, "
+        f"max {record['max']:.2f}, mean length {record['mean_length']:.1f}"
+    )
+    if "success_rate" in record:
+        print(f"  success {record['success_rate']:10.2%}   {_interval(record['ci95_success_rate'])}")
+    print(f"  episodes in {out.with_suffix('.csv')}, summary in {out.with_suffix('.json')}")

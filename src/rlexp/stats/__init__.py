@@ -1,0 +1,1 @@
+"""Statistics of episode scores: point estimates with bootstrap confidence intervals."""

@@ -1,0 +1,144 @@
+"""`rlexp evaluate` and `rlexp video` on real runs of PPO CartPole, SAC Pendulum (VecNormalize) and DQN,
+through the real command; the files they write are read back with csv/json and imageio."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import imageio.v2 as imageio
+import pytest
+from conftest import FAST, rlexp_cli, stderr_lines, train
+from PIL import Image
+
+pytestmark = pytest.mark.xdist_group("saved_runs")  # one worker trains the runs once
+
+RUNS = {
+    "ppo": ["algo=ppo", "env=cartpole", "algo.n_steps=32"],
+    "sac": ["algo=sac", "env=pendulum", "env.normalize=true", "algo.learning_starts=100"],
+    "dqn": ["algo=dqn", "env=cartpole", "algo.learning_starts=100"],
+}
+FINAL_EPISODES = 5
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Callable[[str], Path]:
+    """The run of an algorithm, trained the first time a test asks for it."""
+    trained: dict[str, Path] = {}
+
+    def run(algo: str) -> Path:
+        if algo not in trained:
+            run_dir = tmp_path_factory.mktemp(algo)
+            train([*FAST, *RUNS[algo], "seed=3", f"callbacks.eval.final_episodes={FINAL_EPISODES}"], run_dir)
+            trained[algo] = run_dir
+        return trained[algo]
+
+    return run
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize(
+    "algo", ["ppo", pytest.param("sac", marks=pytest.mark.slow), pytest.param("dqn", marks=pytest.mark.slow)]
+)
+def test_evaluate_reproduces_the_runs_final_evaluation(algo, runs):
+    run_dir = runs(algo)
+    result = rlexp_cli(["evaluate", str(run_dir), "--episodes", str(FINAL_EPISODES), "--seed", "10003"], cwd=run_dir)
+    assert result.returncode == 0, result.stderr[-2000:]
+    final = json.loads((run_dir / "summary.json").read_text())["final_eval"]
+    record = json.loads((run_dir / "eval" / f"final_seed10003_n{FINAL_EPISODES}.json").read_text())
+    assert (record["mean"], record["std"], record["episodes"]) == (final["mean"], final["std"], final["episodes"])
+    assert record["ci95_mean"][0] <= record["mean"] <= record["ci95_mean"][1]
+    assert record["ci95_iqm"][0] <= record["iqm"] <= record["ci95_iqm"][1]
+    rows = _rows(run_dir / "eval" / f"final_seed10003_n{FINAL_EPISODES}.csv")
+    assert [int(r["episode"]) for r in rows] == list(range(FINAL_EPISODES))
+    assert sum(float(r["return"]) for r in rows) / FINAL_EPISODES == pytest.approx(final["mean"])
+    assert "mean " in result.stdout and "95% CI [" in result.stdout
+
+
+def test_evaluate_same_seed_same_episodes(runs):
+    run_dir = runs("sac")  # VecNormalize statistics loaded, never updated: the episodes repeat exactly
+    outputs = []
+    for _ in range(2):
+        result = rlexp_cli(["evaluate", str(run_dir), "--agent", "best", "--episodes", "3", "--seed", "7"], cwd=run_dir)
+        assert result.returncode == 0, result.stderr[-2000:]
+        outputs.append(_rows(run_dir / "eval" / "best_seed7_n3.csv"))
+    assert outputs[0] == outputs[1]
+    assert len({row["return"] for row in outputs[0]}) == 3  # three different episodes
+
+
+def test_evaluate_a_checkpoint_by_its_zip_on_several_envs(runs):
+    run_dir = runs("dqn")
+    result = rlexp_cli(
+        ["evaluate", str(run_dir / "best" / "model.zip"), "--episodes", "6", "--n-envs", "3"], cwd=run_dir
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    record = json.loads((run_dir / "eval" / "best_seed10003_n6_envs3.json").read_text())
+    assert record["episodes"] == 6 and record["n_envs"] == 3 and record["agent"] == "best"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--agent", "step_5"],
+            "--agent step_5: {run}/checkpoints/step_000000000005/model.zip does not exist (this run has: final, best)",
+        ),
+        (["--agent", "worst"], "--agent worst: not final, best or step_<N>"),
+        (["--episodes", "0"], "argument --episodes: 0 must be >= 1"),
+    ],
+)
+def test_evaluate_bad_input_is_one_line(args, expected, runs):
+    run_dir = runs("ppo")
+    result = rlexp_cli(["evaluate", str(run_dir), *args], cwd=run_dir)
+    assert result.returncode == 1
+    assert stderr_lines(result) == ["rlexp evaluate: error: " + expected.format(run=run_dir)]
+    assert not (run_dir / "eval").exists() or not list((run_dir / "eval").glob("*step_5*"))
+
+
+def test_a_trial_of_several_seeds_names_its_runs_and_an_unknown_command_the_closest(tmp_path):
+    for seed in ("seed_0", "seed_1"):
+        (tmp_path / "trial" / seed).mkdir(parents=True)
+        (tmp_path / "trial" / seed / "config.yaml").write_text("{}\n")
+    result = rlexp_cli(["evaluate", "trial"], cwd=tmp_path)
+    assert stderr_lines(result) == [
+        "rlexp evaluate: error: trial is a trial of 2 seeds: pass one of its runs (seed_0, seed_1)"
+    ]
+    result = rlexp_cli(["evalute", "trial"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert stderr_lines(result)[0].startswith("rlexp: error: unknown command 'evalute' (did you mean evaluate?)")
+
+
+@pytest.mark.parametrize(
+    ("algo", "fmt", "episodes"),
+    [("ppo", "mp4", 2), pytest.param("sac", "gif", 1, marks=pytest.mark.slow), ("dqn", "mp4", 1)],
+)
+def test_video_writes_one_frame_per_step(algo, fmt, episodes, runs):
+    run_dir = runs(algo)
+    result = rlexp_cli(["video", str(run_dir), "--episodes", str(episodes), "--format", fmt], cwd=run_dir)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "XDG_RUNTIME_DIR" not in result.stderr  # headless, quietly
+    lines = [line for line in result.stdout.splitlines() if line.startswith("rlexp: episode")]
+    assert len(lines) == episodes
+    for line in lines:
+        steps = int(line.split(", ")[1].split()[0])
+        path = Path(line.split(" -> ")[1])
+        assert path.parent == run_dir / "videos" and path.suffix == f".{fmt}"
+        if fmt == "mp4":
+            reader = imageio.get_reader(path)
+            assert reader.count_frames() == steps
+        else:  # pillow merges identical frames into one longer frame: the durations add up
+            with Image.open(path) as gif:
+                durations = []
+                for i in range(gif.n_frames):
+                    gif.seek(i)
+                    durations.append(gif.info["duration"])
+            fps = 30 if algo == "sac" else 50
+            assert sum(durations) == steps * int(1000 / fps / 10) * 10  # GIF counts in hundredths of a second
+    seeds = sorted(int(p.name.split("_seed")[1].split("_")[0]) for p in (run_dir / "videos").glob(f"*.{fmt}"))
+    assert seeds == [10003 + i for i in range(episodes)]
