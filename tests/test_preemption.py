@@ -279,6 +279,7 @@ def _endless_eval(tmp_path) -> list[str]:
         "+env.eval_kwargs.endless=true",
         f"+env.eval_kwargs.marker={tmp_path / 'evaluating'}",
         f"+env.eval_kwargs.release={tmp_path / 'release'}",
+        "random_baseline.episodes=0",  # its episodes on the eval env would never end either
         "logger=csv",
     ]
 
@@ -365,6 +366,7 @@ class LateSignalEnv(gym.Env):
 def test_a_stop_signal_as_the_run_completes_keeps_it_completed_and_ends_a_sweep(multirun, tmp_path):
     (tmp_path / "late.py").write_text(LATE)
     args = ["env.id=late:LateSignalEnv", "~tuned", "+env.eval_kwargs.kill_on_close=true", *FAST, "algo.n_steps=32"]
+    args.append("random_baseline.episodes=0")  # its env, closed once stepped, would signal before training
     args = ["-m", *args, "seed=0,1", "hydra.sweep.dir=sweep"] if multirun else [*args, "hydra.run.dir=run"]
     result = rlexp_cli(args, cwd=tmp_path)
     run_dir = tmp_path / ("sweep/0" if multirun else "run")

@@ -92,16 +92,15 @@ def test_error_example_prints_what_readme_shows(command, output, tmp_path):
 
 
 def _command_lines(section: str) -> list[str]:
-    return [
-        line.strip().split("  #", 1)[0].strip()
-        for line in _section(section).splitlines()
-        if line.startswith("    rlexp ")
-    ]
+    """The commands shown in a section (not their output, whose lines start "rlexp <verb>:")."""
+    lines = [line.strip().split("  #", 1)[0].strip() for line in _section(section).splitlines()]
+    return [line for line in lines if line.startswith("rlexp ") and not line.split()[1].endswith(":")]
 
 
+@pytest.mark.slow  # four commands of several seconds each: in CI's slow run
 def test_the_commands_that_read_a_run_run_as_shown(tmp_path):
     lines = _command_lines("Evaluating and watching a run")
-    assert [line.split()[1] for line in lines] == ["evaluate", "evaluate", "video"]
+    assert [line.split()[1] for line in lines] == ["check", "evaluate", "evaluate", "video"]
     # episodes of at most 50 steps, so that 100 of them take a moment whatever the agent learnt
     assert _rlexp([*FAST, "callbacks.eval.final_episodes=1", "env.max_episode_steps=50"], tmp_path).returncode == 0
     (run,) = (tmp_path / "outputs" / "ppo-cartpole").iterdir()

@@ -51,6 +51,9 @@ def test_run_dir_is_complete(tmp_path):
         assert key in summary
     assert set(summary["final_eval"]) >= {"mean", "std", "episodes"}
     assert set(summary["best_eval"]) >= {"mean", "std", "step"}
+    baseline = summary["random_baseline"]  # 10 random episodes of the eval env, seeded as the final evaluation
+    assert baseline["episodes"] == 10 and baseline["ci95_mean"][0] <= baseline["mean"] <= baseline["ci95_mean"][1]
+    assert 8 < baseline["mean"] < 50  # random CartPole lasts about 22 steps
 
 
 def test_no_tuned_file_is_recorded_as_none(tmp_path):

@@ -431,6 +431,7 @@ def test_a_stop_signal_as_a_trial_completes_records_it_and_ends_the_search(tmp_p
 
     (tmp_path / "late.py").write_text(LATE)
     late = ["env.id=late:LateSignalEnv", "+env.eval_kwargs.kill_on_close=true", "hydra.sweeper.study_name=late"]
+    late.append("random_baseline.episodes=0")  # its env, closed once stepped, would signal before training
     result = rlexp_cli([*SMALL, *late, "hydra.sweeper.n_trials=3"], cwd=tmp_path, timeout=600)
     assert result.returncode == 128 + signal.SIGTERM, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1] == (

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
 import os
 import re
 import shlex
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import hydra
@@ -22,7 +24,7 @@ from hydra_plugins.rlexp_launcher.launcher import LocalParallelLauncher
 from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
 from rlexp import front_door
 from rlexp.commands import is_verb, run_verb
-from rlexp.errors import ConfigError, Interrupted, Refused
+from rlexp.errors import ConfigError, Diverged, Interrupted, Refused
 from rlexp.schema import did_you_mean, integer_keys, register_configs, schema_fields
 
 register_configs()
@@ -40,6 +42,7 @@ _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 # lines of Hydra's messages that do not help on one line (the "+" advice is wrong for typed groups)
 _NOISE = ("object_type=", "To append to your config use", "Set the environment variable HYDRA_FULL_ERROR")
+_check_options: argparse.Namespace | None = None  # set for `rlexp check`
 
 
 @hydra.main(version_base="1.3", config_path="pkg://rlexp.conf", config_name="config")
@@ -56,6 +59,10 @@ def app(cfg: DictConfig) -> float:
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     run_dir, choices = Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices)
     checked = front_door.checked(run_dir)  # a single run was checked before its dir existed
+    if _check_options is not None:  # rlexp check: the env checks instead of training
+        from rlexp.commands.check import report
+
+        sys.exit(report(cfg, checked.warnings if checked else [], _check_options))
     try:
         command = ["rlexp", *hydra_cfg.overrides.task]
         # what re-runs a single run exactly (command.txt, the resume hint): its hydra.* overrides too
@@ -168,9 +175,39 @@ def main() -> None:
     # env.id=my_pkg.envs:MyEnv finds my_pkg in the working directory, as `python -m` would
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())
-    if len(sys.argv) > 1 and is_verb(sys.argv[1]):  # rlexp evaluate RUN ...: a command that reads runs
+    checking = len(sys.argv) > 1 and sys.argv[1] == "check"
+    if checking:
+        scratch = _as_check(sys.argv[2:])
+    elif len(sys.argv) > 1 and is_verb(sys.argv[1]):  # rlexp evaluate RUN ...: a command that reads runs
         run_verb(sys.argv[1:])
     sys.argv[1:] = _whole_numbers(sys.argv[1:])
+    try:
+        _main()
+    finally:
+        if checking:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _as_check(args: list[str]) -> Path:
+    """`rlexp check <overrides>` becomes the training command with the checks as its task, in a scratch
+    run dir removed at the end: the config is composed and built exactly as a run's."""
+    global _check_options
+    from rlexp.commands.check import parse_options
+
+    _check_options, overrides = parse_options(args)
+    if any(arg in ("-m", "--multirun") or arg.startswith("-") for arg in overrides):
+        print(
+            f"rlexp check: error: {next(a for a in overrides if a.startswith('-'))} is not an option of check (one "
+            "config at a time: key=value overrides)",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+    scratch = Path(tempfile.mkdtemp(prefix="rlexp-check-"))
+    sys.argv[1:] = [*overrides, f"hydra.run.dir={scratch}", "hydra.output_subdir=null"]
+    return scratch
+
+
+def _main() -> None:
     try:
         if _FULL_ERROR:
             app()
@@ -187,6 +224,11 @@ def main() -> None:
         _exit_with(refused.error)
     except Interrupted as err:
         _stopped(err)
+    except Diverged as err:  # summary.json says failed, with this reason
+        if _FULL_ERROR:
+            raise
+        print(f"rlexp: error: {err}", file=sys.stderr)
+        sys.exit(1)
     except OSError as err:
         if _FULL_ERROR or err.errno not in _STORAGE_ERRNOS:
             raise

@@ -19,6 +19,11 @@ class ConfigError(ValueError):
     """
 
 
+class Diverged(RuntimeError):
+    """Training met a NaN or inf (in the env's observations or rewards, the agent's actions, a logged
+    loss or the policy's parameters): the run stops at once, its last checkpoint intact."""
+
+
 class Refused(BaseException):
     """The front door refused the command (``error`` says why) before anything was written.
 

@@ -68,6 +68,7 @@ RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
     "callbacks.eval.n_evaluations": _POSITIVE,
     "callbacks.eval.final_episodes": _POSITIVE,
     "callbacks.checkpoint.freq": (">= 0 (0: no checkpoints)", lambda v: v >= 0),
+    "random_baseline.episodes": (">= 0 (0: no baseline)", lambda v: v >= 0),
     "callbacks.checkpoint.keep_last": _POSITIVE,
 }
 

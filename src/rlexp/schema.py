@@ -255,6 +255,21 @@ class CallbacksConfig:
 
 
 @dataclass
+class DiagnosticsConfig:
+    # stop at once when observations, rewards, actions, logged losses or the policy's parameters become
+    # NaN or inf (a run that diverged trains on garbage; its last checkpoint is still good)
+    finite: bool = True
+    # warn when the final eval is no better than the random-policy baseline (random_baseline)
+    beat_random: bool = True
+
+
+@dataclass
+class RandomBaselineConfig:
+    # random-policy episodes on the eval env before training (summary.json's random_baseline); 0: none
+    episodes: int = 10
+
+
+@dataclass
 class LoggerConfig:
     # any of SB3's logger formats: stdout, csv, tensorboard, log, json
     formats: List[str] = field(default_factory=lambda: ["stdout", "csv", "tensorboard"])
@@ -272,6 +287,8 @@ class ExperimentConfig:
     action_noise: ActionNoiseConfig = field(default_factory=ActionNoiseConfig)
     callbacks: CallbacksConfig = MISSING
     logger: LoggerConfig = MISSING
+    random_baseline: RandomBaselineConfig = field(default_factory=RandomBaselineConfig)
+    diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)
     # set by tuned/*.yaml when one applies: its name and the env id it was tuned for
     tuned_file: Optional[str] = None
     tuned_env_id: Optional[str] = None
@@ -301,6 +318,7 @@ def register_configs() -> None:
     cs.store(name="env_schema", node=EnvConfig)
     cs.store(name="callbacks_schema", node=CallbacksConfig)
     cs.store(name="logger_schema", node=LoggerConfig)
+    cs.store(name="diagnostics_schema", node=DiagnosticsConfig)
     register_launcher_configs()
     OmegaConf.register_new_resolver("rlexp_env_name", env_name, replace=True)
 

@@ -13,6 +13,7 @@ from typing import NoReturn
 from rlexp.errors import ConfigError
 
 VERBS = {
+    "check": "check an env (and the config) before training on it",  # runs through the Hydra app (rlexp.cli)
     "evaluate": "score an agent over many episodes, with 95% confidence intervals",
     "video": "record an agent's episodes to mp4 or gif",
 }

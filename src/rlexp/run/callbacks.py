@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlexp.run.diagnostics import FiniteTraining
 from rlexp.run.saving import atomic_write_json, remove_partial_saves, replace_durably, save_agent_dir
 
 BEST_DIR = "best"
@@ -173,10 +174,12 @@ def build_callbacks(
     """All callbacks of the run, and the one that records the best evaluation (if evaluating).
 
     ``after_eval`` runs after each periodic evaluation (a search's ReportToTrial); ``stopper`` (the run's
-    StopOnSignal) comes first and may abandon an evaluation under way.
+    StopOnSignal) comes before the evaluations and may abandon one under way.
     """
     cb_cfg = cfg.callbacks
-    callbacks: list[BaseCallback] = [stopper]
+    # the finite check first: a diverged agent is never saved, not even as a checkpoint
+    callbacks: list[BaseCallback] = [FiniteTraining()] if cfg.diagnostics.finite else []
+    callbacks.append(stopper)
     save_best = None
     freq = cfg.n_timesteps // cb_cfg.eval.n_evaluations if cb_cfg.eval.n_evaluations else cb_cfg.eval.freq
     if freq > 0:

@@ -30,6 +30,7 @@ from stable_baselines3.common.vec_env import (
 )
 
 from rlexp.errors import ConfigError, one_line_error
+from rlexp.run.diagnostics import FiniteEnv
 
 VEC_ENV_CLASSES = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
 EVAL_SEED_OFFSET = 10_000  # eval episodes never share a seed with training episodes
@@ -123,12 +124,10 @@ def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
         ) from None
 
 
-def probe_env(env_cfg: DictConfig, seed: int) -> VecEnv:
-    """One env built in this process as the run will build its envs (kwargs, Monitor, wrappers, a reset,
-    normalization, frame stack), each failure named by its config key; writes no file. For the front door."""
-    if env_cfg.eval_kwargs:
-        _made(env_cfg, for_eval=True).close()
-    env: gym.Env = Monitor(_made(env_cfg, for_eval=False))
+def one_env(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
+    """One env as each of the run's vector envs holds it: Monitor, then the wrappers (no file written);
+    each failure named by its config key."""
+    env: gym.Env = Monitor(_made(env_cfg, for_eval))
     wrappers = OmegaConf.to_container(env_cfg.wrappers, resolve=True)
     for name, spec in wrappers.items():  # type: ignore[union-attr]
         try:
@@ -136,6 +135,15 @@ def probe_env(env_cfg: DictConfig, seed: int) -> VecEnv:
         except Exception as err:
             env.close()
             raise ConfigError(f"env.wrappers.{name}: {one_line_error(err)}") from None
+    return env
+
+
+def probe_env(env_cfg: DictConfig, seed: int) -> VecEnv:
+    """One env built in this process as the run will build its envs (kwargs, Monitor, wrappers, a reset,
+    normalization, frame stack), each failure named by its config key; writes no file. For the front door."""
+    if env_cfg.eval_kwargs:
+        _made(env_cfg, for_eval=True).close()
+    env = one_env(env_cfg, for_eval=False)
     try:
         env.reset(seed=seed)
     except Exception as err:
@@ -190,11 +198,13 @@ def build_vec_env(
     append: bool = False,
     n_envs: int | None = None,
     render_mode: str | None = None,
+    check_finite: bool = False,
 ) -> VecEnv:
     """Train env (``for_eval=False``) or eval env with Monitor, wrappers, VecNormalize, frame stack.
 
     ``monitor_dir`` None: Monitor writes no file (commands that read a run). ``append``: the monitor files
     of a resumed run grow instead of starting over. ``n_envs``: default env.n_envs, 1 for eval.
+    ``check_finite``: NaN or inf in observations, rewards or actions raises Diverged (diagnostics.finite).
 
     The eval env uses but never updates the normalization statistics: they are synced from the
     train env before each evaluation (SB3's EvalCallback and ``sync_envs_normalization``).
@@ -214,6 +224,8 @@ def build_vec_env(
         wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
         vec_env_cls=VEC_ENV_CLASSES[env_cfg.vec_env.value],
     )
+    if check_finite and not isinstance(venv.action_space, gym.spaces.Dict):  # (SB3's check takes no Dict actions)
+        venv = FiniteEnv(venv)  # under the normalization: the env's own values
     return _vec_layers(venv, env_cfg, normalize_stats, for_eval)
 
 

@@ -10,7 +10,8 @@ Each step lives in its own module; this one only decides the order. The run dir 
       monitor/train/*.monitor.csv, monitor/eval/       episode logs
       logs/                                            progress.csv and TensorBoard events
       config.yaml, command.txt, .hydra/                the composed config as used, the command line
-      summary.json                                     versions, seed, device, times, steps, scores, warnings
+      summary.json                                     versions, seed, device, times, steps, scores (and the
+                                                       random-policy baseline), warnings
       resume/                                          the agent of a run stopped by a signal (rlexp.run.preemption)
 """
 
@@ -29,10 +30,12 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import configure
 
 from rlexp.cluster.launchers import job_threads
-from rlexp.errors import Interrupted
+from rlexp.errors import Diverged, Interrupted
 from rlexp.overrides import as_override
 from rlexp.run import lock
+from rlexp.run.baseline import random_baseline
 from rlexp.run.callbacks import ReportToTrial, build_callbacks
+from rlexp.run.diagnostics import no_better_than_random
 from rlexp.run.envs import build_vec_env, closed_at_end
 from rlexp.run.evaluation import final_evaluation
 from rlexp.run.model import build_model, load_model, trained_agent_stats
@@ -127,10 +130,14 @@ def run(
         finally:
             stopper.restore()
         shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
-        final, best = summary["final_eval"], summary["best_eval"]
+        final, best, baseline = summary["final_eval"], summary["best_eval"], summary.get("random_baseline")
+        for found in summary.get("diagnostics", []):
+            print(f"rlexp: warning: {found}")
         print(
             f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
-            f"over {final['episodes']} episodes" + (f", best {best['mean']:.2f}" if best else "")
+            f"over {final['episodes']} episodes"
+            + (f", best {best['mean']:.2f}" if best else "")
+            + (f", random policy {baseline['mean']:.2f}" if baseline else "")
         )
         late = stopper.after_completion(run_dir, final["mean"])
         if late is not None:  # came as the run completed: a sweep in this process stops before its next job
@@ -161,9 +168,25 @@ def _train_and_evaluate(
     # closed whatever happens: that also stops SubprocVecEnv workers, which ignore the stop signals
     with (
         closed_at_end(
-            build_vec_env(cfg.env, cfg.seed, monitor / "train", normalize_stats, append=continued)
+            build_vec_env(
+                cfg.env,
+                cfg.seed,
+                monitor / "train",
+                normalize_stats,
+                append=continued,
+                check_finite=cfg.diagnostics.finite,
+            )
         ) as train_env,
-        closed_at_end(build_vec_env(cfg.env, cfg.seed, monitor / "eval", for_eval=True, append=continued)) as eval_env,
+        closed_at_end(
+            build_vec_env(
+                cfg.env,
+                cfg.seed,
+                monitor / "eval",
+                for_eval=True,
+                append=continued,
+                check_finite=cfg.diagnostics.finite,
+            )
+        ) as eval_env,
     ):
         if resume is not None:
             model = load_model(cfg, str(resume.path), train_env)
@@ -182,6 +205,10 @@ def _train_and_evaluate(
         callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, stopper, after_eval=reporter)
 
         if resume is None:
+            if cfg.random_baseline.episodes:  # what the agent must beat; a stop signal abandons it
+                summary["random_baseline"] = random_baseline(
+                    cfg.env, cfg.seed, cfg.random_baseline.episodes, stop=lambda: stopper.signum is not None
+                )
             summary["start_step"] = int(model.num_timesteps)
             # learn() counts a continued agent's steps on from its own
             summary["target_steps"] = summary["start_step"] * (cfg.trained_agent is not None) + cfg.n_timesteps
@@ -199,6 +226,10 @@ def _train_and_evaluate(
             )
         except StopTraining:  # the resume checkpoint is saved (stopper.interrupted() says where)
             pass
+        except Diverged as err:  # nothing saved after it: the checkpoints and best/ are of a sane agent
+            newest = max((run_dir / "checkpoints").glob("step_*"), default=None)
+            kept = f"; the newest checkpoint is {newest}" if newest else ""
+            raise Diverged(f"training diverged at step {model.num_timesteps}: {err}{kept}") from None
         finally:
             summary["steps_done"] = int(model.num_timesteps)
         interrupted = stopper.interrupted()
@@ -221,3 +252,7 @@ def _train_and_evaluate(
         except StopEvaluation:
             stopper.save(int(model.num_timesteps))
             raise stopper.interrupted() from None
+    found = cfg.diagnostics.beat_random and no_better_than_random(summary["final_eval"], summary.get("random_baseline"))
+    if found:
+        log.warning(found)
+        summary.setdefault("diagnostics", []).append(found)

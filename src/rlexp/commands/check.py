@@ -1,0 +1,199 @@
+"""Check an env before training on it: `rlexp check [--episodes N] [--steps N] <the run's overrides>`.
+
+The config is composed and built exactly as a training run's (the front door: envs, model, schedules,
+callbacks, tuned file), with no run dir. Then, on one env as the run holds it (Monitor and wrappers):
+Gymnasium's and SB3's env checkers, reset/step seeding determinism, the observations and rewards seen
+under random actions (NaN and inf fail), env steps per second alone, and a random-policy baseline on
+the eval env, with its 95% confidence interval. Exits 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rlexp.commands import positive_int
+
+
+def parse_options(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """check's own options; everything else goes to Hydra as the run's overrides."""
+    from rlexp.commands import _Parser
+
+    parser = _Parser(prog="rlexp check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--episodes", type=positive_int, default=20, help="random-policy episodes (default 20)")
+    parser.add_argument("--steps", type=positive_int, default=1000, help="random steps for seeding and ranges (1000)")
+    return parser.parse_known_args(args)
+
+
+@dataclass
+class Result:
+    name: str
+    ok: bool
+    text: str
+
+
+def _caught(check: Any) -> tuple[list[str], BaseException | None]:
+    """The warnings a checker gave (one line each) and what it raised."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            check()
+            error = None
+        except Exception as err:
+            error = err
+    plain = (re.sub(r"\x1b\[[0-9;]*m", "", str(w.message)).removeprefix("WARN: ") for w in seen)  # gymnasium's colours
+    lines = list(dict.fromkeys(" ".join(text.split()) for text in plain))
+    return lines, error
+
+
+def _checker(name: str, check: Any) -> tuple[Result, list[str]]:
+    from rlexp.errors import one_line_error
+
+    notes, error = _caught(check)
+    if error is not None:
+        return Result(name, False, one_line_error(error)), notes
+    count = f"{len(notes)} warning{'s' * (len(notes) > 1)}"
+    return Result(name, True, f"passed ({count}, below)" if notes else "passed"), notes
+
+
+def _gymnasium_checker(env_cfg: Any) -> None:
+    """Gymnasium's checker on the raw env (it asks for the env itself, not its wrappers)."""
+    from gymnasium.utils.env_checker import check_env
+
+    from rlexp.run.envs import make_env_fn
+
+    env = make_env_fn(env_cfg)()
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
+
+
+def _steps(env: Any, seed: int, steps: int) -> dict[str, Any]:
+    """``steps`` random steps from reset(seed=seed), the actions drawn from a space seeded with ``seed``."""
+    from gymnasium.spaces.utils import flatten
+
+    actions = env.action_space
+    actions.seed(seed)
+
+    def seen(obs: Any) -> np.ndarray:
+        return np.asarray(flatten(env.observation_space, obs), dtype=np.float64)
+
+    started = time.perf_counter()
+    # step i: the observation the action was taken in, the reward and whether the episode ended
+    obs, _ = env.reset(seed=seed)
+    trace: dict[str, Any] = {"obs": [], "rewards": [], "ends": []}
+    for _ in range(steps):
+        trace["obs"].append(seen(obs))
+        obs, reward, terminated, truncated, _ = env.step(actions.sample())
+        trace["rewards"].append(float(reward))
+        trace["ends"].append(bool(terminated or truncated))
+        if terminated or truncated:
+            obs, _ = env.reset()
+    trace["obs"].append(seen(obs))
+    trace["seconds"] = time.perf_counter() - started
+    return trace
+
+
+def _differs(a: dict[str, Any], b: dict[str, Any]) -> int | None:
+    for i, (oa, ob) in enumerate(zip(a["obs"], b["obs"], strict=True)):
+        same_obs = np.array_equal(oa, ob, equal_nan=True)
+        same_step = i == len(a["rewards"]) or (
+            np.array_equal(a["rewards"][i], b["rewards"][i], equal_nan=True) and a["ends"][i] == b["ends"][i]
+        )
+        if not (same_obs and same_step):
+            return i
+    return None
+
+
+def _ranges(env: Any, trace: dict[str, Any]) -> list[Result]:
+    import gymnasium as gym
+
+    obs = np.stack(trace["obs"])
+    rewards = np.asarray(trace["rewards"])
+    found = []
+    bad_obs = int((~np.isfinite(obs)).any(axis=1).sum())
+    text = f"min {np.nanmin(obs):.4g}, max {np.nanmax(obs):.4g} over {obs.shape[1]} dims"
+    space = env.observation_space
+    if isinstance(space, gym.spaces.Box):
+        finite = np.isfinite(obs)
+        outside = int(((obs < space.low.reshape(-1)) | (obs > space.high.reshape(-1)))[finite.all(axis=1)].any(1).sum())
+        text += f"; {outside} steps outside the declared bounds" if outside else "; within the declared bounds"
+    found.append(Result("observations", bad_obs == 0, f"{bad_obs} steps with NaN or inf; " * bool(bad_obs) + text))
+    bad_rewards = int((~np.isfinite(rewards)).sum())
+    text = f"per step min {np.nanmin(rewards):.4g}, max {np.nanmax(rewards):.4g}, mean {np.nanmean(rewards):.4g}"
+    found.append(Result("rewards", bad_rewards == 0, f"{bad_rewards} NaN or inf; " * bool(bad_rewards) + text))
+    return found
+
+
+def report(cfg: Any, config_warnings: list[str], options: argparse.Namespace) -> int:
+    """Runs the checks and prints one screen; returns the exit code."""
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    from rlexp.run.baseline import EPISODE_CAP, random_returns
+    from rlexp.run.envs import EVAL_SEED_OFFSET, one_env
+    from rlexp.stats.scores import summarize
+
+    env_cfg, seed = cfg.env, cfg.seed
+    results = [Result("config", True, "composed and built as a run would build it")]
+    notes = [f"config: {w}" for w in config_warnings]
+    result, found = _checker("gymnasium", lambda: _gymnasium_checker(env_cfg))
+    results.append(result)
+    notes += [f"gymnasium: {n}" for n in found]
+    env, twin = one_env(env_cfg, for_eval=False), one_env(env_cfg, for_eval=False)
+    try:
+        result, found = _checker("sb3", lambda: sb3_check_env(env, warn=True, skip_render_check=True))
+        results.append(result)
+        notes += [f"sb3: {n}" for n in found]
+        first, second = _steps(env, seed, options.steps), _steps(twin, seed, options.steps)
+        differs = _differs(first, second)
+        results.append(
+            Result(
+                "seeding",
+                differs is None,
+                f"reset(seed={seed}) and the same actions give the same {options.steps} steps twice"
+                if differs is None
+                else f"two envs reset with seed={seed} and given the same actions differ at step {differs}",
+            )
+        )
+        results += _ranges(env, first)
+        results.append(
+            Result("speed", True, f"{options.steps / first['seconds']:,.0f} env steps/s (one env, random actions)")
+        )
+    finally:
+        env.close()
+        twin.close()
+    eval_env = one_env(env_cfg, for_eval=True)
+    try:
+        returns, endless = random_returns(eval_env, seed + EVAL_SEED_OFFSET, options.episodes)
+    finally:
+        eval_env.close()
+    if returns:
+        s = summarize(returns, seed=seed)
+        ci = s["ci95_mean"]
+        text = f"return {s['mean']:.2f}" + (f" 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+        text += f", IQM {s['iqm']:.2f}, over {len(returns)} episodes of the eval env"
+    else:
+        text = "no episode ended"
+    if endless:
+        text += f"; {endless} did not end within {EPISODE_CAP} steps (set env.max_episode_steps)"
+    results.append(Result("random policy", not endless, text))
+    _print(cfg, results, notes)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _print(cfg: Any, results: list[Result], notes: list[str]) -> None:
+    tuned = f" (tuned/{cfg.tuned_file}.yaml)" if cfg.tuned_file else ""
+    print(f"rlexp check: {cfg.algo._target_.rsplit('.', 1)[-1]} on {cfg.env.id}{tuned}, seed {cfg.seed}")
+    for r in results:
+        print(f"  {'ok  ' if r.ok else 'FAIL'} {r.name:<13} {r.text}")
+    for note in notes:
+        print(f"  note {note[:300]}")
+    failed = [r.name for r in results if not r.ok]
+    print(f"rlexp check: {len(failed)} failed: {', '.join(failed)}" if failed else "rlexp check: all checks passed")

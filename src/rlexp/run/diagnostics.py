@@ -1,0 +1,73 @@
+"""Signs that a run went wrong without failing: warned about when found, listed in summary.json
+(``diagnostics``) and repeated under the run's last line."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecCheckNan
+
+from rlexp.errors import Diverged
+
+PARAMETERS_EVERY = 10  # rollouts between two checks of the parameters (the logged losses: every rollout)
+
+
+class FiniteEnv(VecCheckNan):
+    """SB3's NaN/inf check of observations, rewards and actions, as a one-line Diverged (SB3's message
+    prints whole arrays over several lines)."""
+
+    def __init__(self, venv: Any) -> None:
+        super().__init__(venv, raise_exception=True)
+
+    def _check_val(self, event: str, **kwargs: Any) -> None:
+        try:
+            super()._check_val(event, **kwargs)
+        except ValueError as err:
+            found = str(err).split(".\r\n", 1)[0]  # "found nan in observations, found inf in rewards"
+            source = "the agent's actions" if event == "step_async" else "the env"
+            raise Diverged(f"{found} (from {source}{' at reset' if event == 'reset' else ''})") from None
+
+
+class FiniteTraining(BaseCallback):
+    """At each rollout start (before a checkpoint is taken there): the losses SB3 logged since the last
+    dump must be finite, and every PARAMETERS_EVERY rollouts the policy's parameters too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollouts = 0
+
+    def _on_rollout_start(self) -> None:
+        self.rollouts += 1
+        for key, value in self.logger.name_to_value.items():
+            if isinstance(value, float | int) and not math.isfinite(value):
+                raise Diverged(f"{key} is {value}")
+        if self.rollouts % PARAMETERS_EVERY == 0:
+            self.check_parameters()
+
+    def check_parameters(self) -> None:
+        for name, p in self.model.policy.named_parameters():
+            if not bool(torch.isfinite(p).all()):
+                raise Diverged(f"the policy's parameter {name} holds NaN or inf")
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        self.check_parameters()
+
+
+def no_better_than_random(final_eval: dict[str, Any], baseline: dict[str, Any] | None) -> str | None:
+    """The final agent scores within the random policy's 95% confidence interval, or below it."""
+    if not baseline:
+        return None
+    ci = baseline.get("ci95_mean") or [baseline["mean"], baseline["mean"]]
+    if final_eval["mean"] > ci[1]:
+        return None
+    return (
+        f"final eval {final_eval['mean']:.2f} is no better than the random policy ({baseline['mean']:.2f}, 95% CI "
+        f"[{ci[0]:.2f}, {ci[1]:.2f}]): the agent learnt nothing measurable (more n_timesteps, other "
+        "hyperparameters, or a reward that does not depend on the actions?)"
+    )
