@@ -61,6 +61,7 @@ def test_evaluate_reproduces_the_runs_final_evaluation(algo, runs):
     assert "mean " in result.stdout and "95% CI [" in result.stdout
 
 
+@pytest.mark.slow  # trains SAC
 def test_evaluate_same_seed_same_episodes(runs):
     run_dir = runs("sac")  # VecNormalize statistics loaded, never updated: the episodes repeat exactly
     outputs = []

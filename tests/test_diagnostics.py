@@ -93,7 +93,8 @@ def test_a_nan_observation_stops_the_run_at_once_and_keeps_its_checkpoints(tmp_p
     assert result.returncode == 1
     newest = tmp_path / "run" / "checkpoints" / "step_000000000256"
     expected = (
-        f"training diverged at step 300: found nan in observations (from the env); the newest checkpoint is {newest}"
+        f"training in {tmp_path / 'run'} diverged at step 300: found nan in observations (from the env); the "
+        f"newest checkpoint is {newest}"
     )
     assert result.stderr.strip().splitlines()[-1] == f"rlexp: error: {expected}"
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -102,9 +103,12 @@ def test_a_nan_observation_stops_the_run_at_once_and_keeps_its_checkpoints(tmp_p
     assert PPO.load(newest / "model.zip").num_timesteps == 256
 
 
+@pytest.mark.slow
 def test_a_loss_that_overflows_stops_the_run_naming_it(tmp_path):
     (tmp_path / "nan_env.py").write_text(NAN_AFTER)
     result = rlexp_cli([*NAN_RUN, "+env.kwargs.huge=true", "hydra.run.dir=run"], cwd=tmp_path)
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("rlexp: error: training diverged at step ") and (" is nan" in last or " is inf" in last)
+    assert last.startswith(f"rlexp: error: training in {tmp_path / 'run'} diverged at step ") and (
+        " is nan" in last or " is inf" in last
+    )

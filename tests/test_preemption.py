@@ -362,7 +362,7 @@ class LateSignalEnv(gym.Env):
 """
 
 
-@pytest.mark.parametrize("multirun", [False, True])
+@pytest.mark.parametrize("multirun", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_a_stop_signal_as_the_run_completes_keeps_it_completed_and_ends_a_sweep(multirun, tmp_path):
     (tmp_path / "late.py").write_text(LATE)
     args = ["env.id=late:LateSignalEnv", "~tuned", "+env.eval_kwargs.kill_on_close=true", *FAST, "algo.n_steps=32"]

@@ -458,13 +458,13 @@ def _trained_agent_with_a_bad_summary(run_dir) -> tuple[str, list[str]]:
 
 CORRUPT_RUN_FILES = [
     _garbage_summary,
-    _summary_not_an_object,
-    _interrupted_run_with_a_bad_config,
+    pytest.param(_summary_not_an_object, marks=pytest.mark.slow),
+    pytest.param(_interrupted_run_with_a_bad_config, marks=pytest.mark.slow),
     _trained_agent_with_a_bad_summary,
 ]
 
 
-@pytest.mark.parametrize("damage", CORRUPT_RUN_FILES, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("damage", CORRUPT_RUN_FILES, ids=["garbage", "not_an_object", "bad_config", "trained_agent"])
 def test_a_corrupt_run_file_is_named_in_one_line_and_left_as_it_was(damage, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -476,3 +476,19 @@ def test_a_corrupt_run_file_is_named_in_one_line_and_left_as_it_was(damage, tmp_
     assert line.startswith("rlexp: error: run/") and expected in line, line
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # a trained agent's refused run made no dir
+
+
+def test_a_run_of_an_older_rlexp_without_the_keys_added_since_is_the_same_run(tmp_path):
+    import yaml
+    from conftest import compose_cfg
+
+    from rlexp.run.run_dir import config_difference
+
+    train([*FAST, "callbacks=none"], tmp_path)
+    saved = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    del saved["diagnostics"], saved["random_baseline"]  # what the config.yaml of an older rlexp holds
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    cfg, _ = compose_cfg([*FAST, "callbacks=none"])
+    assert config_difference(cfg, tmp_path) == ""
+    cfg, _ = compose_cfg([*FAST, "callbacks=none", "diagnostics=none"])
+    assert config_difference(cfg, tmp_path) == "diagnostics.beat_random"

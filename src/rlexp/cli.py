@@ -25,6 +25,7 @@ from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
 from rlexp import front_door
 from rlexp.commands import is_verb, run_verb
 from rlexp.errors import ConfigError, Diverged, Interrupted, Refused
+from rlexp.overrides import as_override
 from rlexp.schema import did_you_mean, integer_keys, register_configs, schema_fields
 
 register_configs()
@@ -62,7 +63,7 @@ def app(cfg: DictConfig) -> float:
     if _check_options is not None:  # rlexp check: the env checks instead of training
         from rlexp.commands.check import report
 
-        sys.exit(report(cfg, checked.warnings if checked else [], _check_options))
+        sys.exit(report(cfg, checked.warnings if checked else None, _check_options))
     try:
         command = ["rlexp", *hydra_cfg.overrides.task]
         # what re-runs a single run exactly (command.txt, the resume hint): its hydra.* overrides too
@@ -203,7 +204,14 @@ def _as_check(args: list[str]) -> Path:
         )
         sys.exit(1)
     scratch = Path(tempfile.mkdtemp(prefix="rlexp-check-"))
-    sys.argv[1:] = [*overrides, f"hydra.run.dir={scratch}", "hydra.output_subdir=null"]
+    # one run (hparams=search would make it a sweep); the checker runs in the report, where it can fail
+    sys.argv[1:] = [
+        *overrides,
+        as_override("hydra.run.dir", str(scratch)),
+        "hydra.output_subdir=null",
+        "hydra.mode=RUN",
+    ]
+    sys.argv.append("env.check=false")
     return scratch
 
 

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
-from rlexp.errors import ConfigError, Interrupted
+from rlexp.errors import ConfigError, Diverged, Interrupted
 from rlexp.overrides import as_override
 from rlexp.run.saving import atomic_write_text
 from rlexp.search.results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
@@ -349,6 +349,10 @@ class OptunaSweeper(Sweeper):
         if isinstance(result, optuna.TrialPruned):
             study.tell(trial, state=TrialState.PRUNED)
             log.info("trial %d pruned", trial.number)
+        elif isinstance(result, Diverged):  # its hyperparameters are bad, not the search: no failure counted
+            trial.set_user_attr("fail_reason", " ".join(str(result).split())[:1000])
+            study.tell(trial, state=TrialState.PRUNED)
+            log.warning("trial %d pruned: %s", trial.number, result)
         elif isinstance(result, BaseException):
             trial.set_user_attr("fail_reason", f"{type(result).__name__}: {' '.join(str(result).split())}"[:1000])
             study.tell(trial, state=TrialState.FAIL)

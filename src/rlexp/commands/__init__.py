@@ -1,6 +1,7 @@
-"""`rlexp <verb> ...`: the commands that read run dirs. Anything that is not a verb goes to the Hydra
-training app. Each verb's module has ``add_arguments(parser)`` and ``main(args) -> exit code``; it is
-imported only when called, so that `rlexp --help` and training start as fast as before."""
+"""`rlexp <verb> ...`: the commands besides training. Anything that is not a verb goes to the Hydra
+training app. evaluate's and video's modules have ``add_arguments(parser)`` and ``main(args) -> exit
+code``, imported only when called, so that `rlexp --help` and training start as fast as before; check
+runs through the training app itself (rlexp.cli), so that its config is composed exactly as a run's."""
 
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(1)
 
 
+def seed_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be >= 0 (Gymnasium takes no negative seed)")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -42,7 +53,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser, episodes: int, verb: st
     parser.add_argument("run", help="a run dir (also a search trial's or a SLURM job's), or a model .zip in one")
     parser.add_argument("--agent", default="final", help="final (default), best, or step_<N>: a checkpoint")
     parser.add_argument("--episodes", type=positive_int, default=episodes, help=f"episodes to {verb} ({episodes})")
-    parser.add_argument("--seed", type=int, help="seed of the first episode (default: the run's seed + 10000)")
+    parser.add_argument("--seed", type=seed_int, help="seed of the first episode (default: the run's seed + 10000)")
     parser.add_argument("--stochastic", action="store_true", help="sample actions (default: the run's setting)")
 
 

@@ -62,19 +62,6 @@ def _checker(name: str, check: Any) -> tuple[Result, list[str]]:
     return Result(name, True, f"passed ({count}, below)" if notes else "passed"), notes
 
 
-def _gymnasium_checker(env_cfg: Any) -> None:
-    """Gymnasium's checker on the raw env (it asks for the env itself, not its wrappers)."""
-    from gymnasium.utils.env_checker import check_env
-
-    from rlexp.run.envs import make_env_fn
-
-    env = make_env_fn(env_cfg)()
-    try:
-        check_env(env.unwrapped, skip_render_check=True)
-    finally:
-        env.close()
-
-
 def _steps(env: Any, seed: int, steps: int) -> dict[str, Any]:
     """``steps`` random steps from reset(seed=seed), the actions drawn from a space seeded with ``seed``."""
     from gymnasium.spaces.utils import flatten
@@ -132,18 +119,19 @@ def _ranges(env: Any, trace: dict[str, Any]) -> list[Result]:
     return found
 
 
-def report(cfg: Any, config_warnings: list[str], options: argparse.Namespace) -> int:
-    """Runs the checks and prints one screen; returns the exit code."""
+def report(cfg: Any, checked: list[str] | None, options: argparse.Namespace) -> int:
+    """Runs the checks and prints one screen; returns the exit code. ``checked``: the front door's
+    warnings (None: it did not run, which a single run never is)."""
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    from rlexp.run.baseline import EPISODE_CAP, random_returns
-    from rlexp.run.envs import EVAL_SEED_OFFSET, one_env
-    from rlexp.stats.scores import summarize
+    from rlexp.errors import one_line_error
+    from rlexp.run.baseline import EPISODE_CAP, random_baseline
+    from rlexp.run.envs import gymnasium_check, one_env
 
     env_cfg, seed = cfg.env, cfg.seed
-    results = [Result("config", True, "composed and built as a run would build it")]
-    notes = [f"config: {w}" for w in config_warnings]
-    result, found = _checker("gymnasium", lambda: _gymnasium_checker(env_cfg))
+    results = [Result("config", checked is not None, "composed and built as a run would build it")]
+    notes = [f"config: {w}" for w in checked or []]
+    result, found = _checker("gymnasium", lambda: gymnasium_check(env_cfg))
     results.append(result)
     notes += [f"gymnasium: {n}" for n in found]
     env, twin = one_env(env_cfg, for_eval=False), one_env(env_cfg, for_eval=False)
@@ -163,27 +151,28 @@ def report(cfg: Any, config_warnings: list[str], options: argparse.Namespace) ->
             )
         )
         results += _ranges(env, first)
-        results.append(
-            Result("speed", True, f"{options.steps / first['seconds']:,.0f} env steps/s (one env, random actions)")
-        )
+        speed = f"{options.steps / first['seconds']:,.0f} env steps/s (one env, random actions)"
+        results.append(Result("speed", True, speed))
+    except Exception as err:  # the env itself fails under random actions
+        results.append(Result("random steps", False, one_line_error(err)))
     finally:
         env.close()
         twin.close()
-    eval_env = one_env(env_cfg, for_eval=True)
     try:
-        returns, endless = random_returns(eval_env, seed + EVAL_SEED_OFFSET, options.episodes)
-    finally:
-        eval_env.close()
-    if returns:
-        s = summarize(returns, seed=seed)
-        ci = s["ci95_mean"]
-        text = f"return {s['mean']:.2f}" + (f" 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-        text += f", IQM {s['iqm']:.2f}, over {len(returns)} episodes of the eval env"
+        baseline = random_baseline(env_cfg, seed, options.episodes)
+    except Exception as err:
+        results.append(Result("random policy", False, one_line_error(err)))
     else:
-        text = "no episode ended"
-    if endless:
-        text += f"; {endless} did not end within {EPISODE_CAP} steps (set env.max_episode_steps)"
-    results.append(Result("random policy", not endless, text))
+        assert baseline is not None  # (only a stop cuts it)
+        if "mean" in baseline:
+            ci = baseline["ci95_mean"]
+            text = f"return {baseline['mean']:.2f}" + (f" 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+            text += f", IQM {baseline['iqm']:.2f}, over {baseline['episodes']} episodes of the eval env"
+        else:
+            text = "no episode ended"
+        if baseline["endless"]:
+            text += f"; {baseline['endless']} did not end within {EPISODE_CAP} steps (set env.max_episode_steps)"
+        results.append(Result("random policy", not baseline["endless"] and "mean" in baseline, text))
     _print(cfg, results, notes)
     return 0 if all(r.ok for r in results) else 1
 

@@ -2,9 +2,9 @@
 
 The env is rebuilt as the run built its eval env (preset, kwargs, eval kwargs, wrappers, frame stack,
 the agent's VecNormalize statistics, never updated). With the defaults (one env, seed = the run's seed
-+ 10000, the run's deterministic setting) the first 10 episodes are those of the run's final evaluation,
-so ``--episodes 10`` reproduces its ``final_eval``. Writes ``<out>/eval/<agent>_seed<S>_n<N>.csv`` (one
-row per episode) and ``.json`` (the summary).
++ 10000, the run's deterministic setting) the first episodes are those of the run's final evaluation:
+``--episodes <callbacks.eval.final_episodes>`` reproduces its ``final_eval``. Writes
+``<out>/eval/<agent>_seed<S>_n<N>[_envs<K>][_stochastic].csv`` (one row per episode) and ``.json``.
 """
 
 from __future__ import annotations
@@ -49,9 +49,11 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
         if local["done"] and (not local["is_monitor_wrapped"] or "episode" in info) and "is_success" in info:
             out.successes.append(bool(info["is_success"]))
 
-    with closed_at_end(build_vec_env(agent.cfg.env, seed, None, agent.stats, for_eval=True, n_envs=n_envs)) as env:
+    env_cfg = agent.cfg.env
+    with closed_at_end(build_vec_env(env_cfg, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=n_envs)) as env:
         env.seed(seed)
         model = load_agent(agent.cfg, agent.model)
+        model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         returns, lengths = evaluate_policy(
             model,
             env,

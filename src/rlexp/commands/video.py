@@ -57,6 +57,8 @@ def record_episode(model: Any, env: Any, deterministic: bool) -> tuple[list[np.n
     """Frames, return and length of one episode on a one-env VecEnv (its Monitor gives the raw return)."""
     obs = env.reset()
     frames, state, start = [env.get_images()[0]], None, np.ones((1,), dtype=bool)
+    if frames[0] is None:
+        raise ConfigError(f"{env.get_attr('spec')[0].id} renders no rgb_array frames: it cannot be recorded")
     while True:
         action, state = model.predict(obs, state=state, episode_start=start, deterministic=deterministic)
         obs, _, dones, infos = env.step(action)
@@ -94,9 +96,10 @@ def _episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool) 
 
     env_cfg = agent.cfg.env
     with closed_at_end(
-        build_vec_env(env_cfg, seed, None, agent.stats, for_eval=True, n_envs=1, render_mode="rgb_array")
+        build_vec_env(env_cfg, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=1, render_mode="rgb_array")
     ) as env:
         model = load_agent(agent.cfg, agent.model)
+        model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         fps = int(env.get_attr("metadata")[0].get("render_fps") or 30)
         for i in range(episodes):
             env.seed(seed + i)

@@ -3,6 +3,7 @@ the agent's score; a run that ends no better than it learnt nothing)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,44 +16,51 @@ STEP_BUDGET = 50_000  # steps in all, so that the baseline stays cheap on long-e
 
 def random_returns(
     env: gym.Env, seed: int, episodes: int, stop: Callable[[], bool] | None = None
-) -> tuple[list[float], int]:
-    """Returns of up to ``episodes`` random-policy episodes (episode i reset with ``seed + i``) from the env's
-    Monitor (the raw reward, as evaluations count it), and how many did not end within EPISODE_CAP steps.
-    ``stop``: asked at every step; True abandons the baseline (returns what finished)."""
+) -> tuple[list[float], int, bool]:
+    """Returns of up to ``episodes`` random-policy episodes (episode i reset with ``seed + i``), as the env's
+    Monitor counts them (the raw reward of whole episodes: an Atari life lost is not an episode's end);
+    how many did not end within EPISODE_CAP steps; and whether ``stop`` (asked at every step) cut it."""
     returns: list[float] = []
     endless, used = 0, 0
     env.action_space.seed(seed)
     for i in range(episodes):
+        if used >= STEP_BUDGET:
+            break
         env.reset(seed=seed + i)
-        for _ in range(min(EPISODE_CAP, STEP_BUDGET - used)):
-            used += 1
+        steps = 0
+        while steps < EPISODE_CAP and used < STEP_BUDGET:
             _, _, terminated, truncated, info = env.step(env.action_space.sample())
+            steps, used = steps + 1, used + 1
             if stop is not None and stop():
-                return returns, endless
-            if terminated or truncated:
-                returns.append(float(info["episode"]["r"]) if "episode" in info else float("nan"))
+                return returns, endless, True
+            if "episode" in info:
+                returns.append(float(info["episode"]["r"]))
                 break
+            if terminated or truncated:  # a life lost (EpisodicLifeEnv): the game goes on
+                env.reset()
         else:
-            if used >= STEP_BUDGET:
-                break
-            endless += 1
-    return returns, endless
+            endless += steps >= EPISODE_CAP
+    return returns, endless, False
 
 
 def random_baseline(
     env_cfg: DictConfig, seed: int, episodes: int, stop: Callable[[], bool] | None = None
 ) -> dict[str, Any] | None:
-    """summary.json's ``random_baseline``: mean, IQM, 95% CI of the mean of random-policy episodes on one
-    env as the eval env holds it, seeded as the final evaluation (None when no episode finished)."""
+    """summary.json's ``random_baseline``: mean, std, IQM and the 95% CI of the mean of random-policy
+    episodes on one env as the eval env holds it (episode i seeded ``seed + 10000 + i``), the number of
+    episodes and of those that never ended. None when ``stop`` cut it (a resumed run does not redo it)."""
     from rlexp.run.envs import EVAL_SEED_OFFSET, one_env
     from rlexp.stats.scores import summarize
 
     env = one_env(env_cfg, for_eval=True)
     try:
-        returns, endless = random_returns(env, seed + EVAL_SEED_OFFSET, episodes, stop)
+        returns, endless, stopped = random_returns(env, seed + EVAL_SEED_OFFSET, episodes, stop)
     finally:
         env.close()
-    if not returns:
+    if stopped:
         return None
-    s = summarize(returns, seed=seed)
-    return {key: s[key] for key in ("mean", "std", "iqm", "ci95_mean", "episodes")} | {"endless": endless}
+    found: dict[str, Any] = {"episodes": len(returns), "endless": endless}
+    if returns and all(math.isfinite(r) for r in returns):
+        s = summarize(returns, seed=seed)
+        found |= {key: s[key] for key in ("mean", "std", "iqm", "ci95_mean")}
+    return found

@@ -176,17 +176,23 @@ class _Widened(VecEnvWrapper):
         return self.venv.env_is_wrapped(wrapper_class) * self.num_envs
 
 
-def check_env(env_cfg: DictConfig) -> None:
-    """Gymnasium's env checker on one env, turned into a one-line error."""
+def gymnasium_check(env_cfg: DictConfig) -> None:
+    """Gymnasium's env checker on the raw env (it asks for the env itself, not its wrappers)."""
     from gymnasium.utils.env_checker import check_env as gym_check_env
 
     env = make_env_fn(env_cfg)()
     try:
         gym_check_env(env.unwrapped, skip_render_check=True)
-    except AssertionError as err:
-        raise ConfigError(f"env.check: {env_cfg.id} fails Gymnasium's env checker: {err}") from None
     finally:
         env.close()
+
+
+def check_env(env_cfg: DictConfig) -> None:
+    """Gymnasium's env checker (env.check), a failure in one line."""
+    try:
+        gymnasium_check(env_cfg)
+    except AssertionError as err:
+        raise ConfigError(f"env.check: {env_cfg.id} fails Gymnasium's env checker: {err}") from None
 
 
 def build_vec_env(

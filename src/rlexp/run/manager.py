@@ -229,7 +229,7 @@ def _train_and_evaluate(
         except Diverged as err:  # nothing saved after it: the checkpoints and best/ are of a sane agent
             newest = max((run_dir / "checkpoints").glob("step_*"), default=None)
             kept = f"; the newest checkpoint is {newest}" if newest else ""
-            raise Diverged(f"training diverged at step {model.num_timesteps}: {err}{kept}") from None
+            raise Diverged(f"training in {run_dir} diverged at step {model.num_timesteps}: {err}{kept}") from None
         finally:
             summary["steps_done"] = int(model.num_timesteps)
         interrupted = stopper.interrupted()

@@ -57,13 +57,22 @@ def _first_difference(old: Any, new: Any, path: str = "") -> str:
     return "" if old == new else path
 
 
-def config_difference(cfg: DictConfig, run_dir: Path) -> str:
-    """The first key where ``cfg`` differs from the config of the run in ``run_dir`` ('' if none)."""
+def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictConfig:
+    """The run's config.yaml typed by today's schema: a key added since takes its default, so that a run
+    of an older rlexp still compares equal to its own command and opens in the commands that read runs."""
+    from rlexp.schema import ExperimentConfig
+
     path = run_dir / CONFIG_FILE
     try:
-        old = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"{path}: unreadable ({' '.join(str(err).split())}); choose another run dir") from None
+        saved = yaml.safe_load(path.read_text())
+        return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), saved)  # type: ignore[return-value]
+    except Exception as err:  # unreadable, not YAML, or not a run's config (a schema error)
+        raise ConfigError(f"{path}: unreadable ({' '.join(str(err).split())[:300]}); {remedy}") from None
+
+
+def config_difference(cfg: DictConfig, run_dir: Path) -> str:
+    """The first key where ``cfg`` differs from the config of the run in ``run_dir`` ('' if none)."""
+    old = OmegaConf.to_container(read_config(run_dir), resolve=True)
     new = OmegaConf.to_container(cfg, resolve=True)
     return "" if old == new else _first_difference(old, new) or "?"
 

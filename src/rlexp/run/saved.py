@@ -11,14 +11,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from rlexp.errors import ConfigError
 from rlexp.run.envs import EVAL_SEED_OFFSET
-from rlexp.run.run_dir import CONFIG_FILE
+from rlexp.run.run_dir import CONFIG_FILE, read_config
 from rlexp.run.saving import MODEL_FILE, VECNORMALIZE_FILE
-from rlexp.schema import ExperimentConfig
 
 BEST = "best"
 FINAL = "final"
@@ -68,16 +66,6 @@ def _run_dir_of(path: Path) -> Path | None:
     return None
 
 
-def read_config(run_dir: Path) -> DictConfig:
-    """The run's config.yaml, typed by the experiment schema (enums, defaults of keys added since)."""
-    path = run_dir / CONFIG_FILE
-    try:
-        saved = yaml.safe_load(path.read_text())
-        return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), saved)  # type: ignore[return-value]
-    except Exception as err:  # a YAML or a schema error: the file is not a run's config
-        raise ConfigError(f"{path}: unreadable ({' '.join(str(err).split())[:300]})") from None
-
-
 def open_agent(path: str, agent: str = FINAL) -> SavedAgent:
     """The agent ``agent`` of the run dir ``path``, or the model ``path`` (a .zip inside a run dir)."""
     p = Path(path).expanduser()
@@ -85,10 +73,9 @@ def open_agent(path: str, agent: str = FINAL) -> SavedAgent:
         run_dir = _run_dir_of(p)
         if run_dir is None:
             raise ConfigError(f"{path}: no config.yaml next to it or above it (not inside an rlexp run dir)")
-        stats = p.parent / VECNORMALIZE_FILE
         name = FINAL if p.parent == run_dir else p.parent.name if p.stem == "model" else p.stem
         name = f"step_{int(name.removeprefix('step_'))}" if re.fullmatch(r"step_\d+", name) else name
-        return SavedAgent(name, p, stats if stats.is_file() else None, read_config(run_dir), run_dir)
+        return _agent(name, p, run_dir)
     if not p.is_dir():
         raise ConfigError(f"{path}: no such run dir or model .zip")
     if not (p / CONFIG_FILE).is_file():
@@ -103,8 +90,12 @@ def open_agent(path: str, agent: str = FINAL) -> SavedAgent:
             f"--agent {agent}: {agent_dir / MODEL_FILE} does not exist"
             + (f" (this run has: {', '.join(have)})" if have else " (this run saved no agent yet)")
         )
-    stats = agent_dir / VECNORMALIZE_FILE
-    cfg = read_config(p)
+    return _agent(agent, agent_dir / MODEL_FILE, p)
+
+
+def _agent(name: str, model: Path, run_dir: Path) -> SavedAgent:
+    stats = model.parent / VECNORMALIZE_FILE
+    cfg = read_config(run_dir, remedy="not a run dir of this rlexp?")
     if cfg.env.normalize and not stats.is_file():
-        raise ConfigError(f"{agent_dir}: no {VECNORMALIZE_FILE}, though the run used env.normalize=true")
-    return SavedAgent(agent, agent_dir / MODEL_FILE, stats if stats.is_file() else None, cfg, p)
+        raise ConfigError(f"{model.parent}: no {VECNORMALIZE_FILE}, though the run used env.normalize=true")
+    return SavedAgent(name, model, stats if stats.is_file() else None, cfg, run_dir)

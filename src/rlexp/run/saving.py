@@ -61,8 +61,13 @@ def atomic_write_json(dest: Path, data: dict[str, Any]) -> None:
 def save_agent(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = False) -> None:
     """model.zip (+ vecnormalize.pkl, + replay_buffer.pkl) in ``dest_dir``, each file atomically.
 
-    For the final agent of a run; agents replaced during training go through ``save_agent_dir``.
+    For the final agent of a run; agents replaced during training go through ``save_agent_dir``. An
+    agent whose parameters hold NaN or inf is refused (rlexp.run.diagnostics), so that no checkpoint, best
+    or resume agent is of a diverged run.
     """
+    from rlexp.run.diagnostics import check_parameters
+
+    check_parameters(model)
     vecnormalize = model.get_vec_normalize_env()
     if vecnormalize is not None:
         atomic_write(dest_dir / VECNORMALIZE_FILE, lambda p: vecnormalize.save(str(p)))
