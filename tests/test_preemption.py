@@ -67,10 +67,17 @@ def _wait_for_episodes(run_dir, n: int, proc: subprocess.Popen, timeout: float =
     ("algo", "extra", "signum"),
     [
         ("ppo", ["n_timesteps=40000"], signal.SIGTERM),  # rollouts of 8 envs x 32 steps
-        ("dqn", ["n_timesteps=16000", "algo.learning_starts=500"], signal.SIGUSR2),  # replay buffer
+        pytest.param(  # replay buffer
+            "dqn", ["n_timesteps=16000", "algo.learning_starts=500"], signal.SIGUSR2, marks=pytest.mark.slow
+        ),
         pytest.param("a2c", ["n_timesteps=30000"], signal.SIGINT, marks=pytest.mark.slow),  # Ctrl-C
         # env workers in their own processes get the signal too (Ctrl-C, SLURM) and must outlive it
-        ("ppo", ["n_timesteps=40000", "env.vec_env=subproc", "env.n_envs=4", "env.normalize=true"], signal.SIGINT),
+        pytest.param(
+            "ppo",
+            ["n_timesteps=40000", "env.vec_env=subproc", "env.n_envs=4", "env.normalize=true"],
+            signal.SIGINT,
+            marks=pytest.mark.slow,  # 3 minutes here
+        ),
     ],
 )
 def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, extra, signum, tmp_path):

@@ -169,6 +169,7 @@ def test_preempted_job_checkpoints_requeues_and_finishes_its_steps(tmp_path):
     assert not (run / "resume").exists()
 
 
+@pytest.mark.slow  # 90 s; the requeue test below covers the signal path in the default run
 def test_sigterm_stops_the_job_with_a_checkpoint_and_resubmitting_resumes(tmp_path):
     """SIGTERM (SLURM's preemption, or a user's scancel --signal=TERM): no requeue by submitit, so the
     sweep ends with one line saying how to resume; the same command on the same sweep dir finishes it
