@@ -193,7 +193,7 @@ def build_callbacks(
             eval_freq=max(freq // cfg.env.n_envs, 1),
             log_path=str(run_dir),  # evaluations.npz, as RL Zoo's plotting scripts expect
             deterministic=cb_cfg.eval.deterministic,
-            verbose=cfg.logger.verbose,
+            verbose=int(cfg.logger.verbose >= 2),  # rlexp.run.progress says how the evaluations go
         )
         callbacks.append(eval_cb)
     if cb_cfg.checkpoint.freq > 0:

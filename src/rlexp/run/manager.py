@@ -49,6 +49,7 @@ from rlexp.run.preemption import (
     continued_logger,
     restore_evaluation_state,
 )
+from rlexp.run.progress import Progress
 from rlexp.run.run_dir import completed_run, config_difference, resumable_run
 from rlexp.run.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
 from rlexp.run.summary import new_summary, now, provenance, tuned_note
@@ -198,12 +199,12 @@ def _train_and_evaluate(
             model = load_model(cfg, cfg.trained_agent, train_env)
         summary["device"] = str(model.device)
         formats = list(cfg.logger.formats)
+        if cfg.logger.verbose >= 2 and "stdout" not in formats:  # SB3's tables
+            formats.insert(0, "stdout")
         if resume is not None:
             model.set_logger(continued_logger(run_dir / "logs", formats, resume.step))
         else:
             model.set_logger(configure(str(run_dir / "logs"), formats))
-        callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, stopper, after_eval=reporter)
-
         if resume is None:
             if cfg.random_baseline.episodes:  # what the agent must beat; a stop signal abandons it
                 summary["random_baseline"] = random_baseline(
@@ -213,7 +214,10 @@ def _train_and_evaluate(
             # learn() counts a continued agent's steps on from its own
             summary["target_steps"] = summary["start_step"] * (cfg.trained_agent is not None) + cfg.n_timesteps
             atomic_write_json(run_dir / "summary.json", summary)  # a run killed from here on can be resumed
-        elif save_best is not None:
+        callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, stopper, after_eval=reporter)
+        if cfg.logger.verbose >= 1:
+            callbacks.callbacks.append(Progress(summary["target_steps"], save_best.parent if save_best else None))
+        if resume is not None and save_best is not None:
             restore_evaluation_state(cfg, run_dir, summary, resume, int(model.num_timesteps), save_best, reporter)
         start_step = int(model.num_timesteps)
         started = time.perf_counter()

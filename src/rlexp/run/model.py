@@ -131,7 +131,7 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
             raise ConfigError(f"action_noise: {cls.__name__} takes no action noise (use action_noise.kind=none)")
         extra["action_noise"] = noise
     device = "cpu" if probe else resolve_device(cfg)
-    verbose = 0 if probe else cfg.logger.verbose
+    verbose = 0 if probe else int(cfg.logger.verbose >= 2)  # SB3's own messages and tables
     try:
         with warnings.catch_warnings():  # the run's own model says it again
             if probe:
