@@ -29,3 +29,19 @@ def test_verbose_2_adds_sb3s_tables(tmp_path):
     result = rlexp_cli([*RUN, "logger.verbose=2"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert any(line.startswith("| time/") or "total_timesteps" in line for line in result.stdout.splitlines())
+
+
+def test_without_evaluations_a_line_per_tenth_of_this_runs_own_steps(capsys):
+    from rlexp.run.progress import Progress
+
+    progress = Progress(target=1100, evaluations=None, terminal=False)  # a continued agent: 1000 steps before
+    progress.num_timesteps = 1000  # (SB3 sets it when learn() starts; no EvalCallback: no env asked)
+    progress._on_training_start()
+    for step in range(1008, 1112, 8):  # 8 envs; the last rollout overshoots the target
+        progress.num_timesteps = step
+        progress._on_step()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 9 and all(line.startswith("rlexp: step ") for line in lines)
+    assert lines[0].startswith("rlexp: step 1,016/1,100 (16%) |") and lines[-1].startswith(
+        "rlexp: step 1,096/1,100 (96%)"
+    )

@@ -272,7 +272,7 @@ class RandomBaselineConfig:
 @dataclass
 class LoggerConfig:
     # any of SB3's logger formats: stdout, csv, tensorboard, log, json
-    formats: List[str] = field(default_factory=lambda: ["stdout", "csv", "tensorboard"])
+    formats: List[str] = field(default_factory=lambda: ["csv", "tensorboard"])
     # 0: rlexp's own lines only; 1: progress (a bar on a terminal, else a line per periodic evaluation);
     # 2: also SB3's messages and its table of training scalars at each log dump (stdout format)
     verbose: int = 1

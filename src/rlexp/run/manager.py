@@ -215,8 +215,10 @@ def _train_and_evaluate(
             summary["target_steps"] = summary["start_step"] * (cfg.trained_agent is not None) + cfg.n_timesteps
             atomic_write_json(run_dir / "summary.json", summary)  # a run killed from here on can be resumed
         callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, stopper, after_eval=reporter)
-        if cfg.logger.verbose >= 1:
-            callbacks.callbacks.append(Progress(summary["target_steps"], save_best.parent if save_best else None))
+        progress = None
+        if cfg.logger.verbose >= 1 and not cfg.callbacks.progress_bar:  # (SB3's own bar otherwise)
+            progress = Progress(summary["target_steps"], save_best.parent if save_best else None)
+            callbacks.callbacks.append(progress)
         if resume is not None and save_best is not None:
             restore_evaluation_state(cfg, run_dir, summary, resume, int(model.num_timesteps), save_best, reporter)
         start_step = int(model.num_timesteps)
@@ -236,6 +238,8 @@ def _train_and_evaluate(
             raise Diverged(f"training in {run_dir} diverged at step {model.num_timesteps}: {err}{kept}") from None
         finally:
             summary["steps_done"] = int(model.num_timesteps)
+            if progress is not None:
+                progress.close()
         interrupted = stopper.interrupted()
         if interrupted is not None:
             summary.update(steps_done=interrupted.step, best_eval=save_best.best if save_best else None)
@@ -257,6 +261,5 @@ def _train_and_evaluate(
             stopper.save(int(model.num_timesteps))
             raise stopper.interrupted() from None
     found = cfg.diagnostics.beat_random and no_better_than_random(summary["final_eval"], summary.get("random_baseline"))
-    if found:
-        log.warning(found)
+    if found:  # (said under the run's last line; found only now, so not logged twice)
         summary.setdefault("diagnostics", []).append(found)

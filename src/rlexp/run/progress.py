@@ -1,6 +1,6 @@
 """What a person watching a run sees: on a terminal a progress bar (steps/s, ETA, the last evaluation);
-elsewhere (SLURM logs, a pipe) one line per periodic evaluation, or per tenth of training without
-evaluations. SB3's tables stay off unless logger.verbose=2; the CSV and TensorBoard logs keep every scalar."""
+elsewhere (SLURM logs, a pipe) one line per periodic evaluation, or per tenth of training when no
+evaluation falls within it. SB3's tables stay off unless logger.verbose=2; the CSV and TensorBoard logs keep every scalar."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 
 
 class Progress(BaseCallback):
+    """``target``: the step count learn() stops at (a continued agent's steps count from its own);
+    ``evaluations``: the run's EvalCallback, whose results (it records them: log_path is set) are shown."""
+
     def __init__(self, target: int, evaluations: EvalCallback | None, terminal: bool | None = None) -> None:
         super().__init__()
         self.target, self.evaluations = target, evaluations
@@ -23,43 +26,50 @@ class Progress(BaseCallback):
 
     def _on_training_start(self) -> None:
         self.start, self.started = self.num_timesteps, time.perf_counter()
-        self.seen = len(self.evaluations.evaluations_timesteps) if self.evaluations else 0
-        self.next_line = self.num_timesteps + self.target // 10
+        self.tenth = max((self.target - self.start) // 10, 1)
+        self.next_tenth = self.start + self.tenth
+        self.seen = len(self.evaluations.evaluations_timesteps) if self.evaluations else 0  # restored on resume
+        # EvalCallback counts calls, one per step of all envs
+        every = self.evaluations.eval_freq * self.training_env.num_envs if self.evaluations else None
+        self.by_tenths = every is None or every > self.target - self.start
         if self.terminal:
             from tqdm import tqdm
 
             self.bar = tqdm(
-                total=self.target, initial=self.num_timesteps, unit="step", unit_scale=True, dynamic_ncols=True
+                total=self.target, initial=self.num_timesteps, unit="step", unit_scale=True, file=sys.stdout
             )
 
     def _on_step(self) -> bool:
         if self.bar is not None:
-            self.bar.update(self.num_timesteps - self.bar.n)
-        evaluated = self.evaluations is not None and len(self.evaluations.evaluations_timesteps) > self.seen
-        if evaluated:
+            self.bar.update(min(self.num_timesteps, self.target) - self.bar.n)
+        if self.evaluations is not None and len(self.evaluations.evaluations_timesteps) > self.seen:
             self.seen = len(self.evaluations.evaluations_timesteps)
             self._report()
-        elif self.evaluations is None and self.bar is None and self.num_timesteps >= self.next_line:
-            self.next_line += self.target // 10
-            self._report()
+        if self.by_tenths and self.num_timesteps >= self.next_tenth:
+            if self.num_timesteps < self.target:
+                self._report()
+            self.next_tenth = self.start + ((self.num_timesteps - self.start) // self.tenth + 1) * self.tenth
         return True
 
     def _report(self) -> None:
         elapsed = time.perf_counter() - self.started
         speed = (self.num_timesteps - self.start) / elapsed if elapsed > 0 else 0.0
-        eta = timedelta(seconds=round((self.target - self.num_timesteps) / speed)) if speed > 0 else "?"
+        left = max(self.target - self.num_timesteps, 0)
+        eta = timedelta(seconds=round(left / speed)) if speed > 0 else "?"
         scores = ""
         if self.evaluations is not None and self.evaluations.evaluations_results:
             last = self.evaluations.evaluations_results[-1]
-            mean, std = float(np.mean(last)), float(np.std(last))
-            scores = f"eval {mean:.2f} +/- {std:.2f}, best {self.evaluations.best_mean_reward:.2f}"
+            scores = f"eval {np.mean(last):.2f} +/- {np.std(last):.2f}, best {self.evaluations.best_mean_reward:.2f}"
         if self.bar is not None:
             self.bar.set_postfix_str(scores, refresh=True)
             return
-        share = f"({100 * self.num_timesteps / self.target:.0f}%)" if self.target else ""
-        line = f"rlexp: step {self.num_timesteps:,}/{self.target:,} {share}"
+        done = min(self.num_timesteps, self.target)
+        share = 100 * (done - self.start) / max(self.target - self.start, 1)
+        line = f"rlexp: step {done:,}/{self.target:,} ({share:.0f}%)"
         print(f"{line}{' ' + scores if scores else ''} | {speed:,.0f} steps/s, ETA {eta}", flush=True)
 
-    def _on_training_end(self) -> None:
+    def close(self) -> None:
+        """Ends the bar, also when learn() ended on an exception (a stop signal, a divergence)."""
         if self.bar is not None:
             self.bar.close()
+            self.bar = None

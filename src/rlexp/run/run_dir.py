@@ -70,10 +70,18 @@ def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictCo
         raise ConfigError(f"{path}: unreadable ({' '.join(str(err).split())[:300]}); {remedy}") from None
 
 
+# how a run reports, not what it trains: a run resumed with other logger settings (or under an rlexp
+# whose logger defaults changed) is the same run
+NOT_COMPARED = ("logger",)
+
+
 def config_difference(cfg: DictConfig, run_dir: Path) -> str:
     """The first key where ``cfg`` differs from the config of the run in ``run_dir`` ('' if none)."""
     old = OmegaConf.to_container(read_config(run_dir), resolve=True)
     new = OmegaConf.to_container(cfg, resolve=True)
+    for key in NOT_COMPARED:
+        old.pop(key, None)  # type: ignore[union-attr]
+        new.pop(key, None)  # type: ignore[union-attr]
     return "" if old == new else _first_difference(old, new) or "?"
 
 
