@@ -7,12 +7,13 @@ import json
 import pytest
 from conftest import FAST, rlexp_cli, train
 
-CONSTANT = """import gymnasium as gym
+# the test envs, a module written next to each run (imported as diag_envs:<Class>)
+ENVS = """import gymnasium as gym
 import numpy as np
 
 
-class ConstantEnv(gym.Env):
-    \"\"\"Reward 1 per step and 10 steps per episode, whatever the actions: no policy beats a random one.\"\"\"
+class _Still(gym.Env):
+    \"\"\"Two-float observations, two actions; subclasses say what a step gives.\"\"\"
 
     observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
     action_space = gym.spaces.Discrete(2)
@@ -22,15 +23,34 @@ class ConstantEnv(gym.Env):
         self.t = 0
         return np.zeros(2, np.float32), {}
 
+
+class ConstantEnv(_Still):
+    \"\"\"Reward 1 per step and 10 steps per episode, whatever the actions: no policy beats a random one.\"\"\"
+
     def step(self, action):
         self.t += 1
         return np.zeros(2, np.float32), 1.0, self.t >= 10, False, {}
+
+
+class NaNAfter(_Still):
+    \"\"\"Episodes of 20 steps; from its k-th step (counted over episodes) on, the observation is NaN, or
+    with huge=True the reward 1e30 (finite, but no float32 return or loss survives it).\"\"\"
+
+    def __init__(self, k=300, huge=False):
+        self.k, self.huge, self.total, self.t = k, huge, 0, 0
+
+    def step(self, action):
+        self.t += 1
+        self.total += 1
+        bad = self.total >= self.k
+        obs = np.full(2, np.nan if bad and not self.huge else 0.1, np.float32)
+        return obs, 1e30 if bad and self.huge else 1.0, self.t >= 20, False, {}
 """
 
 
 def test_a_reward_that_ignores_the_actions_is_no_better_than_random(tmp_path):
-    (tmp_path / "constant.py").write_text(CONSTANT)
-    result = rlexp_cli([*FAST, "env.id=constant:ConstantEnv", "~tuned", "hydra.run.dir=run"], cwd=tmp_path)
+    (tmp_path / "diag_envs.py").write_text(ENVS)
+    result = rlexp_cli([*FAST, "env.id=diag_envs:ConstantEnv", "~tuned", "hydra.run.dir=run"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["random_baseline"]["mean"] == summary["final_eval"]["mean"] == 10.0
@@ -54,41 +74,14 @@ def test_a_healthy_ppo_cartpole_run_gives_no_warning(tmp_path):
     assert "diagnostics" not in summary and "rlexp: warning" not in result.stdout
 
 
-NAN_AFTER = """import gymnasium as gym
-import numpy as np
-
-
-class NaNAfter(gym.Env):
-    \"\"\"Episodes of 20 steps; from its k-th step (counted over episodes) on, the observation is NaN, or
-    with huge=True the reward 1e30 (finite, but no float32 return or loss survives it).\"\"\"
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self, k=300, huge=False):
-        self.k, self.huge, self.total, self.t = k, huge, 0, 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        self.total += 1
-        bad = self.total >= self.k
-        obs = np.full(2, np.nan if bad and not self.huge else 0.1, np.float32)
-        return obs, 1e30 if bad and self.huge else 1.0, self.t >= 20, False, {}
-"""
-
-NAN_RUN = ["env.id=nan_env:NaNAfter", "~tuned", "env.n_envs=1", "n_timesteps=2000", "algo.n_steps=64"]
+NAN_RUN = ["env.id=diag_envs:NaNAfter", "~tuned", "env.n_envs=1", "n_timesteps=2000", "algo.n_steps=64"]
 NAN_RUN += ["algo.batch_size=64", "logger=csv", "callbacks=checkpoints", "callbacks.checkpoint.freq=128"]
 
 
 def test_a_nan_observation_stops_the_run_at_once_and_keeps_its_checkpoints(tmp_path):
     from stable_baselines3 import PPO
 
-    (tmp_path / "nan_env.py").write_text(NAN_AFTER)
+    (tmp_path / "diag_envs.py").write_text(ENVS)
     result = rlexp_cli([*NAN_RUN, "hydra.run.dir=run"], cwd=tmp_path)
     assert result.returncode == 1
     newest = tmp_path / "run" / "checkpoints" / "step_000000000256"
@@ -105,7 +98,7 @@ def test_a_nan_observation_stops_the_run_at_once_and_keeps_its_checkpoints(tmp_p
 
 @pytest.mark.slow
 def test_a_loss_that_overflows_stops_the_run_naming_it(tmp_path):
-    (tmp_path / "nan_env.py").write_text(NAN_AFTER)
+    (tmp_path / "diag_envs.py").write_text(ENVS)
     result = rlexp_cli([*NAN_RUN, "+env.kwargs.huge=true", "hydra.run.dir=run"], cwd=tmp_path)
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]

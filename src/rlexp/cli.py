@@ -196,7 +196,7 @@ def _as_check(args: list[str]) -> Path:
     from rlexp.commands.check import parse_options
 
     _check_options, overrides = parse_options(args)
-    if any(arg in ("-m", "--multirun") or arg.startswith("-") for arg in overrides):
+    if any(arg.startswith("-") for arg in overrides):  # -m, --cfg ...: check takes overrides only
         print(
             f"rlexp check: error: {next(a for a in overrides if a.startswith('-'))} is not an option of check (one "
             "config at a time: key=value overrides)",

@@ -9,6 +9,7 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 from rlexp.errors import ConfigError
@@ -28,24 +29,23 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(1)
 
 
-def seed_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be >= 0 (Gymnasium takes no negative seed)")
-    return value
+def _whole_number(least: int, why: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``least``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text} must be >= {least}{why}")
+        return value
+
+    return parse
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be >= 1")
-    return value
+seed_int = _whole_number(0, " (Gymnasium takes no negative seed)")
+positive_int = _whole_number(1)
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser, episodes: int, verb: str) -> None:
