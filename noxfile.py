@@ -37,6 +37,7 @@ def slow(session: nox.Session) -> None:
 def benchmark(session: nox.Session) -> None:
     _install(session)
     session.run("python", "benchmarks/throughput.py", *session.posargs)
+    session.run("python", "benchmarks/diagnostics_cost.py")
 
 
 @nox.session(name="benchmark-search")

@@ -1,7 +1,9 @@
-"""rlexp vs a plain Stable-Baselines3 script: same algorithm, hyperparameters, steps, seed, logging.
+"""rlexp vs a plain Stable-Baselines3 script: same algorithm, hyperparameters, steps, seed, logging;
+and rlexp's training diagnostics on (the default) vs off (diagnostics=none).
 
-Both run as fresh subprocesses, alternating (rlexp, plain, rlexp, plain, ...) so that a noisy shared
-machine slows both alike; the ratio of median training throughputs is printed per case.
+All run as fresh subprocesses, in turn (rlexp, rlexp diagnostics=none, plain, rlexp, ...) so that a
+noisy shared machine slows them alike; per case it prints the median training throughputs, rlexp's over
+the plain script's, and what the diagnostics cost (1 - on/off, in % of throughput).
 
     python benchmarks/throughput.py [--repeats 3] [--case ppo-cartpole] [--steps 50000]
 """
@@ -54,6 +56,7 @@ DEFAULT_STEPS = {"ppo-cartpole": 50_000, "sac-pendulum": 2_000}
 
 
 def run_rlexp(overrides: list[str], steps: int, out: Path) -> float:
+    """Training steps per second of an rlexp run (summary.json's, timed around learn() as the plain one)."""
     subprocess.run(
         [
             sys.executable,
@@ -89,17 +92,24 @@ def main() -> None:
     parser.add_argument("--case", choices=sorted(CASES), action="append")
     parser.add_argument("--steps", type=int, help="override the per-case number of steps")
     args = parser.parse_args()
-    print(f"{'case':<14} {'steps':>7} {'rlexp steps/s':>14} {'plain SB3 steps/s':>18} {'ratio':>6}")
+    print(
+        f"{'case':<14} {'steps':>7} {'rlexp steps/s':>14} {'plain SB3 steps/s':>18} {'ratio':>6} "
+        f"{'diagnostics off':>16} {'diagnostics cost':>17}"
+    )
     for case in args.case or sorted(CASES):
         overrides, fill = CASES[case]
         steps = args.steps or DEFAULT_STEPS[case]
-        ours, plain = [], []
+        ours, bare, plain = [], [], []
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(args.repeats):
                 ours.append(run_rlexp(overrides, steps, Path(tmp) / f"rlexp{i}"))
+                bare.append(run_rlexp([*overrides, "diagnostics=none"], steps, Path(tmp) / f"bare{i}"))
                 plain.append(run_plain(fill, steps, Path(tmp) / f"plain{i}"))
-        a, b = statistics.median(ours), statistics.median(plain)
-        print(f"{case:<14} {steps:>7} {a:>14.0f} {b:>18.0f} {a / b:>6.2f}", flush=True)
+        a, off, b = statistics.median(ours), statistics.median(bare), statistics.median(plain)
+        print(
+            f"{case:<14} {steps:>7} {a:>14.0f} {b:>18.0f} {a / b:>6.2f} {off:>16.0f} {1 - a / off:>16.1%}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ FAST = [
     "callbacks.eval.final_episodes=2",
     "logger=csv",
     "logger.verbose=0",
+    "curves=false",  # (tests/test_plot.py draws them)
 ]
 
 # a search small enough for tests: PPO on CartPole, 2 envs, ~1k steps per trial, quick evaluations

@@ -173,7 +173,7 @@ def test_a_custom_env_id_names_the_run_dir_and_resolves_from_the_working_directo
     )
     exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
     result = subprocess.run(
-        [exe, *FAST, "env.id=my_pkg.envs:MyEnv", "+env.kwargs.size=5", "~tuned"],
+        [exe, *FAST, "env.id=my_pkg.envs:MyEnv", "+env.kwargs.size=5", "~tuned", "env.max_episode_steps=200"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

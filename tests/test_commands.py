@@ -1,5 +1,6 @@
-"""`rlexp evaluate` and `rlexp video` on real runs of PPO CartPole, SAC Pendulum (VecNormalize) and DQN,
-through the real command; the files they write are read back with csv/json and imageio."""
+"""`rlexp evaluate`, `rlexp video` and `rlexp plot` on real runs of PPO CartPole, SAC Pendulum
+(VecNormalize) and DQN, through the real command; the files they write are read back with csv/json,
+imageio and PIL."""
 
 from __future__ import annotations
 
@@ -143,3 +144,15 @@ def test_video_writes_one_frame_per_step(algo, fmt, episodes, runs):
             assert sum(durations) == steps * int(1000 / fps / 10) * 10  # GIF counts in hundredths of a second
     seeds = sorted(int(p.name.split("_seed")[1].split("_")[0]) for p in (run_dir / "videos").glob(f"*.{fmt}"))
     assert seeds == [10003 + i for i in range(episodes)]
+
+
+@pytest.mark.parametrize(
+    "algo", ["ppo", pytest.param("sac", marks=pytest.mark.slow), pytest.param("dqn", marks=pytest.mark.slow)]
+)
+def test_plot_draws_a_saved_run(algo, runs):
+    run_dir = runs(algo)
+    result = rlexp_cli(["plot", str(run_dir)], cwd=run_dir)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == f"rlexp plot: 1 run drawn to {run_dir / 'curves.png'}"
+    with Image.open(run_dir / "curves.png") as image:
+        assert image.format == "PNG"

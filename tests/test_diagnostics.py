@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+import torch
 from conftest import FAST, rlexp_cli, train
 
 # the test envs, a module written next to each run (imported as diag_envs:<Class>)
@@ -30,6 +32,26 @@ class ConstantEnv(_Still):
     def step(self, action):
         self.t += 1
         return np.zeros(2, np.float32), 1.0, self.t >= 10, False, {}
+
+
+class GapEnv(ConstantEnv):
+    \"\"\"ConstantEnv paying ``reward`` per step: eval_kwargs make the eval env pay another one.\"\"\"
+
+    def __init__(self, reward=1.0):
+        self.reward = reward
+
+    def step(self, action):
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, self.reward, terminated, truncated, info
+
+
+class NoiseEnv(_Still):
+    \"\"\"Random observations, a tiny reward noise independent of them: no value function explains it.\"\"\"
+
+    def step(self, action):
+        self.t += 1
+        obs = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        return obs, float(self.np_random.normal(0.0, 1e-3)), self.t >= 20, False, {}
 
 
 class NaNAfter(_Still):
@@ -62,7 +84,7 @@ def test_a_reward_that_ignores_the_actions_is_no_better_than_random(tmp_path):
 
 def test_no_baseline_when_turned_off(tmp_path):
     summary = train([*FAST, "random_baseline.episodes=0"], tmp_path)
-    assert "random_baseline" not in summary and "diagnostics" not in summary
+    assert "random_baseline" not in summary and summary["diagnostics"] == []
 
 
 @pytest.mark.slow
@@ -71,7 +93,7 @@ def test_a_healthy_ppo_cartpole_run_gives_no_warning(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["final_eval"]["mean"] > summary["random_baseline"]["ci95_mean"][1]
-    assert "diagnostics" not in summary and "rlexp: warning" not in result.stdout
+    assert summary["diagnostics"] == [] and "rlexp: warning" not in result.stdout
 
 
 NAN_RUN = ["env.id=diag_envs:NaNAfter", "~tuned", "env.n_envs=1", "n_timesteps=2000", "algo.n_steps=64"]
@@ -105,3 +127,95 @@ def test_a_loss_that_overflows_stops_the_run_naming_it(tmp_path):
     assert last.startswith(f"rlexp: error: training in {tmp_path / 'run'} diverged at step ") and (
         " is nan" in last or " is inf" in last
     )
+
+
+def _warned(result, run_dir, kind: str) -> str:
+    """The diagnostic of ``kind`` the run found: in summary.json, logged when found (rlexp.log, with the
+    step) and repeated above the run's last line."""
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (found,) = [line for line in summary["diagnostics"] if line.startswith(kind)]
+    assert f"rlexp: warning: {found}" in result.stdout.splitlines()[-1 - len(summary["diagnostics"]) : -1]
+    return found
+
+
+# PPO on CartPole with a learning rate 50x its tuned one and 20 epochs: each update jumps far beyond the
+# trust region and the policy turns deterministic (entropy 0.67 -> 0.27 in 640 steps, seed 0)
+RECKLESS = ["algo=ppo", "env=cartpole", "~tuned", "algo.learning_rate=0.05", "algo.n_epochs=20", "algo.n_steps=64"]
+RECKLESS += ["algo.batch_size=64", "n_timesteps=1024"]
+
+
+def test_a_reckless_learning_rate_is_warned_about_when_it_shows(tmp_path):
+    run = [*RECKLESS, "diagnostics.early=1.0", "diagnostics.entropy_floor=0.5"]  # any time, under half
+    result = rlexp_cli([*FAST, *run, "hydra.run.dir=run"], cwd=tmp_path)
+    found = _warned(result, tmp_path / "run", "PPO's updates too large")
+    assert "(diagnostics.max_approx_kl=0.1)" in found or "(diagnostics.max_clip_fraction=0.5)" in found
+    found = _warned(result, tmp_path / "run", "policy entropy collapsed early")
+    assert "the policy's entropy is" in found and "(diagnostics.entropy_floor=0.5)" in found
+    assert found in (tmp_path / "run" / "rlexp.log").read_text()  # logged when found, not only at the end
+
+
+def test_a_value_function_that_never_learns_explains_nothing(tmp_path):
+    (tmp_path / "diag_envs.py").write_text(ENVS)
+    run = ["env.id=diag_envs:NoiseEnv", "~tuned", "algo=ppo", "algo.vf_coef=0.0", "algo.n_steps=32"]
+    run += ["n_timesteps=768", "diagnostics.explained_variance_updates=3"]
+    result = rlexp_cli([*FAST, *run, "hydra.run.dir=run"], cwd=tmp_path)
+    found = _warned(result, tmp_path / "run", "value function explains nothing")
+    assert found.startswith("value function explains nothing: explained variance <= 0 in each of the first 3 updates")
+
+
+def test_q_values_of_dqn_are_checked_against_the_largest_discounted_return(tmp_path):
+    # q_factor=0: any Q-value "diverges"; the message gives the bound the critic is held to
+    run = ["algo=dqn", "env=cartpole", "algo.learning_starts=64", "algo.train_freq=4", "diagnostics.q_factor=0"]
+    result = rlexp_cli([*FAST, *run, "diagnostics.q_every=64", "hydra.run.dir=run"], cwd=tmp_path)
+    found = _warned(result, tmp_path / "run", "Q-values diverging")
+    assert (
+        found.startswith("Q-values diverging: at step ") and "max |reward| / (1 - gamma) = 100 " in found
+    )  # 1/(1-0.99)
+
+
+def test_the_q_estimate_sees_rewards_as_the_critic_does_and_leaves_training_alone():
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from rlexp.run.health import estimated_q
+
+    env = VecNormalize(make_vec_env("Pendulum-v1", seed=0))
+    model = SAC("MlpPolicy", env, learning_starts=50, seed=0, device="cpu")
+    model.learn(100)
+    raw = float(np.abs(model.replay_buffer.rewards[: model.replay_buffer.pos]).max())
+    state = np.random.get_state()[1].copy()
+    mean_q, reward_max, gamma = estimated_q(model)
+    assert (np.random.get_state()[1] == state).all()  # the run's own batches are drawn as without it
+    assert reward_max == pytest.approx(float(np.abs(env.normalize_reward(np.array([raw]))).max()))
+    assert reward_max != pytest.approx(raw) and gamma == model.gamma and mean_q >= 0
+    with torch.no_grad():  # the critic's Q of a batch, as the check computes it
+        obs = torch.as_tensor(env.normalize_obs(model.replay_buffer.observations[:50, 0]))
+        q = torch.stack(model.critic(obs, torch.as_tensor(model.replay_buffer.actions[:50, 0])))
+    assert mean_q == pytest.approx(float(q.abs().mean()), rel=0.5)  # another batch of the same buffer
+
+
+def test_an_eval_env_that_pays_less_than_training_is_a_gap(tmp_path):
+    (tmp_path / "diag_envs.py").write_text(ENVS)
+    run = ["env.id=diag_envs:GapEnv", "~tuned", "+env.eval_kwargs.reward=0.0", "n_timesteps=512"]
+    result = rlexp_cli([*FAST, *run, "hydra.run.dir=run"], cwd=tmp_path)
+    found = _warned(result, tmp_path / "run", "evaluation far below training")
+    assert found.startswith("evaluation far below training: final eval 0.00 against 10.00 over the last ")
+
+
+def test_no_health_warning_with_diagnostics_none(tmp_path):
+    summary = train([*FAST, *RECKLESS, "diagnostics=none"], tmp_path)
+    assert summary["diagnostics"] == []
+
+
+def test_diagnostics_do_not_change_what_a_run_learns(tmp_path):
+    from stable_baselines3 import DQN
+
+    # DQN draws its batches and its exploration from numpy's global generator, which the Q check samples from
+    run = [*FAST, "algo=dqn", "env=cartpole", "algo.learning_starts=64", "algo.train_freq=4", "n_timesteps=768"]
+    checked = train([*run, "diagnostics.q_every=64"], tmp_path / "on")
+    unchecked = train([*run, "diagnostics=none"], tmp_path / "off")
+    assert checked["final_eval"] == unchecked["final_eval"]
+    on, off = (DQN.load(tmp_path / d / "model.zip").policy.state_dict() for d in ("on", "off"))
+    assert all(torch.equal(on[k], off[k]) for k in on)

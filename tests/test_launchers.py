@@ -55,6 +55,7 @@ def test_job_threads_follow_the_cpus_given(monkeypatch):
     assert cfg.torch_threads is None
 
 
+@pytest.mark.slow  # parallel jobs, about a minute: in CI's slow run
 def test_local_parallel_runs_jobs_at_once_and_shares_the_cores(tmp_path):
     cpus = usable_cpus()
     seeds = list(range(cpus + 1))  # one full batch of `cpus` jobs, then one job alone

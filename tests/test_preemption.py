@@ -66,7 +66,7 @@ def _wait_for_episodes(run_dir, n: int, proc: subprocess.Popen, timeout: float =
 @pytest.mark.parametrize(
     ("algo", "extra", "signum"),
     [
-        ("ppo", ["n_timesteps=40000"], signal.SIGTERM),  # rollouts of 8 envs x 32 steps
+        ("ppo", ["n_timesteps=12000"], signal.SIGTERM),  # rollouts of 8 envs x 32 steps
         pytest.param(  # replay buffer
             "dqn", ["n_timesteps=16000", "algo.learning_starts=500"], signal.SIGUSR2, marks=pytest.mark.slow
         ),
@@ -148,10 +148,10 @@ def test_a_killed_run_resumes_from_its_newest_checkpoint(tmp_path):
     args = [
         "algo=ppo",
         "env=cartpole",
-        "n_timesteps=30000",
+        "n_timesteps=12000",
         "logger=csv",
         "callbacks=checkpoints",
-        "callbacks.checkpoint.freq=4000",  # not a multiple of the 256-step rollouts
+        "callbacks.checkpoint.freq=2000",  # not a multiple of the 256-step rollouts
         "callbacks.eval.n_evaluations=3",
         "callbacks.eval.n_episodes=2",
     ]
@@ -170,7 +170,7 @@ def test_a_killed_run_resumes_from_its_newest_checkpoint(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["resumed"][0]["step"] == newest
-    assert summary["steps_done"] == math.ceil(30000 / 256) * 256
+    assert summary["steps_done"] == math.ceil(12000 / 256) * 256
     steps = [int(r["time/total_timesteps"]) for r in csv.DictReader((run / "logs" / "progress.csv").open())]
     assert steps == sorted(set(steps))  # rows the killed part logged past the checkpoint were dropped
     assert json.loads((run / "best" / "best.json").read_text()) == summary["best_eval"]
@@ -191,7 +191,7 @@ def test_a_multirun_run_again_keeps_its_completed_runs(tmp_path):
 
 
 def test_a_killed_run_without_checkpoints_starts_over_and_keeps_its_files_aside(tmp_path):
-    args = ["algo=ppo", "env=cartpole", "n_timesteps=20000", "logger=csv", "callbacks.eval.n_evaluations=2"]
+    args = ["algo=ppo", "env=cartpole", "n_timesteps=8000", "logger=csv", "callbacks.eval.n_evaluations=2"]
     run = tmp_path / "run"
     proc = _start(tmp_path, args)
     _wait_for_episodes(run, 5, proc)
@@ -204,7 +204,7 @@ def test_a_killed_run_without_checkpoints_starts_over_and_keeps_its_files_aside(
     assert again.returncode == 0, again.stderr[-2000:]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "completed" and "resumed" not in summary
-    assert summary["steps_done"] == math.ceil(20000 / 256) * 256
+    assert summary["steps_done"] == math.ceil(8000 / 256) * 256
     aside = run / ".abandoned_1"
     assert json.loads((aside / "summary.json").read_text())["start_time"] == killed["start_time"]
     assert (aside / "monitor" / "train" / "0.monitor.csv").is_file()

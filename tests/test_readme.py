@@ -69,7 +69,9 @@ def test_usage_line_runs_as_shown(line, tmp_path):
         (tmp_path / "my_pkg" / "__init__.py").write_text("")
         (tmp_path / "my_pkg" / "envs.py").write_text(MY_ENV)
     trains = not any(a.startswith("-") for a in args)
-    result = _rlexp([*args, *FAST] if trains else args, tmp_path)
+    # (MyEnv has no time limit: a balancing agent's evaluation episodes would run on and on)
+    capped = ["env.max_episode_steps=200"] if "my_pkg" in line else []
+    result = _rlexp([*args, *FAST, *capped] if trains else args, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     if trains:
         assert result.stdout.strip().splitlines()[-1].startswith("rlexp: run saved to ")
@@ -97,17 +99,19 @@ def _command_lines(section: str) -> list[str]:
     return [line for line in lines if line.startswith("rlexp ") and not line.split()[1].endswith(":")]
 
 
-@pytest.mark.slow  # four commands of several seconds each: in CI's slow run
+@pytest.mark.slow  # seven commands of several seconds each: in CI's slow run
 def test_the_commands_that_read_a_run_run_as_shown(tmp_path):
     lines = _command_lines("Evaluating and watching a run")
-    assert [line.split()[1] for line in lines] == ["check", "evaluate", "evaluate", "video"]
+    assert [line.split()[1] for line in lines] == ["check", "evaluate", "evaluate", "video", "plot", "-m", "plot"]
     # episodes of at most 50 steps, so that 100 of them take a moment whatever the agent learnt
     assert _rlexp([*FAST, "callbacks.eval.final_episodes=1", "env.max_episode_steps=50"], tmp_path).returncode == 0
     (run,) = (tmp_path / "outputs" / "ppo-cartpole").iterdir()
     for line in lines:
         args = [a.replace("outputs/ppo-cartpole/<run>", str(run.relative_to(tmp_path))) for a in shlex.split(line)[1:]]
-        result = _rlexp(args, tmp_path)
+        result = _rlexp([*args, *FAST, "curves=true"] if args[0] == "-m" else args, tmp_path)  # -m: trains
         assert result.returncode == 0, (line, result.stderr[-3000:])
+    assert (tmp_path / "outputs" / "ppo-cartpole" / "curves.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (tmp_path / "multirun" / "seeds" / "curves.png").is_file()
     assert sorted(p.name for p in (run / "eval").iterdir()) == [
         "best_seed10000_n20_envs4.csv",
         "best_seed10000_n20_envs4.json",

@@ -286,6 +286,7 @@ def test_journal_file_storage(tmp_path):
     assert len(study.trials) == 2 and all(t.intermediate_values for t in study.trials)
 
 
+@pytest.mark.slow  # parallel jobs, about a minute: in CI's slow run
 def test_pruning_from_parallel_submitit_local_jobs(tmp_path):
     """Two trials at once in separate processes (submitit's local launcher) report to and are told by the study."""
     always_prune = [

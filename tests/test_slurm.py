@@ -130,6 +130,7 @@ def test_sweeper_workers_as_an_sbatch_array_share_one_study(tmp_path):
     assert len(workers) == 2  # both array tasks ran trials
 
 
+@pytest.mark.slow  # about a minute: in CI's slow run
 def test_preempted_job_checkpoints_requeues_and_finishes_its_steps(tmp_path):
     """USR2 (what SLURM sends before the time limit, and on preemption with send_user_signal): the job
     checkpoints, submitit requeues it, and the requeued job resumes to the requested total."""
@@ -214,6 +215,7 @@ def test_sigterm_stops_the_job_with_a_checkpoint_and_resubmitting_resumes(tmp_pa
     assert "already holds this run, completed" in job_logs
 
 
+@pytest.mark.slow  # about a minute: in CI's slow run
 def test_a_killed_sweeper_job_loses_no_trial(tmp_path):
     """A sweeper running as a SLURM job is cancelled mid-trial; the same search run again (here, off the
     cluster) sees that the job is over, requeues its trial and ends with exactly n_trials."""

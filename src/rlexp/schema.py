@@ -261,6 +261,26 @@ class DiagnosticsConfig:
     finite: bool = True
     # warn when the final eval is no better than the random-policy baseline (random_baseline)
     beat_random: bool = True
+    # Training-health warnings (rlexp.run.health); null turns one off. Entropy collapsing early: within
+    # the first `early` share of the steps, the policy's entropy (discrete actions) or action std
+    # (continuous) below entropy_floor x its value at the first update; SAC/TQC: the entropy coefficient
+    # below ent_coef_floor x its first value
+    early: float = 0.25
+    entropy_floor: Optional[float] = 0.1
+    ent_coef_floor: Optional[float] = 0.001
+    # on-policy: explained variance <= 0 in each of the first this many updates (the value function
+    # learns nothing; checked until it first exceeds 0: a mastered env's returns hardly vary)
+    explained_variance_updates: Optional[int] = 10
+    # PPO: an update whose approx_kl or clip_fraction exceeds these (steps too large for its trust region)
+    max_approx_kl: Optional[float] = 0.1
+    max_clip_fraction: Optional[float] = 0.5
+    # off-policy: every q_every steps, the critic's mean |Q| on a replay batch above q_factor x the
+    # largest discounted return possible, max |reward| in the buffer / (1 - gamma)
+    q_factor: Optional[float] = 2.0
+    q_every: int = 1000
+    # the final eval below the mean of the last training episodes by more than this share of training's
+    # gain over the random policy (or of its return, without a baseline)
+    train_eval_gap: Optional[float] = 0.5
 
 
 @dataclass
@@ -302,6 +322,8 @@ class ExperimentConfig:
     torch_threads: Optional[int] = None
     # run dir or .zip of a trained agent to continue training
     trained_agent: Optional[str] = None
+    # draw RUN/curves.png (training and evaluation returns against steps) at the end of the run
+    curves: bool = True
     # parameter -> Hydra sweep expression, read by hydra/sweeper=optuna (search_space/<algo>.yaml)
     search_space: Dict[str, str] = field(default_factory=dict)
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecCheckNan
 
 from rlexp.errors import Diverged
 
-PARAMETERS_EVERY = 10  # rollouts between two checks of the parameters (the logged losses: every rollout)
+PARAMETERS_EVERY = 1000  # steps between two checks of the parameters, at least (the losses: every update)
 
 
 class FiniteEnv(VecCheckNan):
@@ -23,6 +24,8 @@ class FiniteEnv(VecCheckNan):
         super().__init__(venv, raise_exception=True)
 
     def _check_val(self, event: str, **kwargs: Any) -> None:
+        if all(_finite(value) for value in kwargs.values()):  # one sum per array, not SB3's four calls
+            return
         try:
             super()._check_val(event, **kwargs)
         except ValueError as err:
@@ -31,22 +34,37 @@ class FiniteEnv(VecCheckNan):
             raise Diverged(f"{found} (from {source}{' at reset' if event == 'reset' else ''})") from None
 
 
+def _finite(value: Any) -> bool:
+    """No NaN or inf in an array (or a dict or tuple of them), at the cost of one sum: a sum of finite
+    values that overflows says no, and SB3's full check then finds nothing."""
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, tuple):
+        return all(_finite(v) for v in value)
+    array = np.asarray(value)
+    return array.dtype.kind not in "fc" or math.isfinite(array.sum())
+
+
 class FiniteTraining(BaseCallback):
-    """At each rollout start (before a checkpoint is taken there): the losses SB3 logged since the last
-    dump must be finite (not every logged value: explained_variance is NaN for constant returns), and
-    every PARAMETERS_EVERY rollouts the policy's parameters too (saving.save_agent checks them before
-    every save)."""
+    """At the rollout start after each update (before a checkpoint is taken there): the losses SB3
+    logged must be finite (not every logged value: explained_variance is NaN for constant returns), and
+    every PARAMETERS_EVERY steps or more the policy's parameters too (saving.save_agent checks them
+    before every save)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.rollouts = 0
+        self.updates: Any = None
+        self.next_parameters = PARAMETERS_EVERY
 
     def _on_rollout_start(self) -> None:
-        self.rollouts += 1
-        for key, value in self.logger.name_to_value.items():
-            if key.startswith("train/") and "loss" in key and not math.isfinite(float(value)):
-                raise Diverged(f"{key} is {value}")
-        if self.rollouts % PARAMETERS_EVERY == 0:
+        values = self.logger.name_to_value
+        if values.get("train/n_updates", self.updates) != self.updates:  # (SAC: a rollout per step)
+            self.updates = values["train/n_updates"]
+            for key, value in values.items():
+                if key.startswith("train/") and "loss" in key and not math.isfinite(float(value)):
+                    raise Diverged(f"{key} is {value}")
+        if self.num_timesteps >= self.next_parameters:
+            self.next_parameters = self.num_timesteps + PARAMETERS_EVERY
             check_parameters(self.model)
 
     def _on_step(self) -> bool:

@@ -32,12 +32,14 @@ from stable_baselines3.common.logger import configure
 from rlexp.cluster.launchers import job_threads
 from rlexp.errors import Diverged, Interrupted
 from rlexp.overrides import as_override
+from rlexp.plots.curves import write_run_curves
 from rlexp.run import lock
 from rlexp.run.baseline import random_baseline
 from rlexp.run.callbacks import ReportToTrial, build_callbacks
 from rlexp.run.diagnostics import no_better_than_random
 from rlexp.run.envs import build_vec_env, closed_at_end
 from rlexp.run.evaluation import final_evaluation
+from rlexp.run.health import TrainingHealth, train_eval_gap
 from rlexp.run.model import build_model, load_model, trained_agent_stats
 from rlexp.run.preemption import (
     RESUMABLE,
@@ -63,6 +65,10 @@ def _failure_status(err: BaseException) -> str:
     if isinstance(err, Interrupted):
         return RESUMABLE
     return "aborted" if isinstance(err, KeyboardInterrupt) else "failed"
+
+
+def _title(summary: dict[str, Any]) -> str:
+    return f"{summary['algo']} on {summary['env_id']}, seed {summary['seed']}"
 
 
 def run(
@@ -121,6 +127,8 @@ def run(
                 log.error("could not record status %s in %s: %s", summary["status"], run_dir, write_err)
             finally:  # a second signal before the status is written must not cut the write
                 stopper.restore()
+            if summary["status"] == "failed" and cfg.curves:  # how it went until it failed
+                write_run_curves(run_dir, _title(summary))
             if isinstance(err, Interrupted):
                 err.checkpoint, err.command = run_dir / RESUME_DIR, rerun
                 err.forward()  # e.g. submitit's handler: requeues the SLURM job, which then resumes here
@@ -131,6 +139,8 @@ def run(
         finally:
             stopper.restore()
         shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
+        if cfg.curves:
+            write_run_curves(run_dir, _title(summary))
         final, best, baseline = summary["final_eval"], summary["best_eval"], summary.get("random_baseline")
         for found in summary.get("diagnostics", []):
             print(f"rlexp: warning: {found}")
@@ -219,6 +229,9 @@ def _train_and_evaluate(
         if cfg.logger.verbose >= 1 and not cfg.callbacks.progress_bar:  # (SB3's own bar otherwise)
             progress = Progress(summary["target_steps"], save_best.parent if save_best else None)
             callbacks.callbacks.append(progress)
+        found = summary.setdefault("diagnostics", [])  # kept on resume: each kind is said once per run
+        fresh = resume is None and cfg.trained_agent is None
+        callbacks.callbacks.append(TrainingHealth(cfg.diagnostics, summary["target_steps"], found, fresh))
         if resume is not None and save_best is not None:
             restore_evaluation_state(cfg, run_dir, summary, resume, int(model.num_timesteps), save_best, reporter)
         start_step = int(model.num_timesteps)
@@ -260,6 +273,12 @@ def _train_and_evaluate(
         except StopEvaluation:
             stopper.save(int(model.num_timesteps))
             raise stopper.interrupted() from None
-    found = cfg.diagnostics.beat_random and no_better_than_random(summary["final_eval"], summary.get("random_baseline"))
-    if found:  # (said under the run's last line; found only now, so not logged twice)
-        summary.setdefault("diagnostics", []).append(found)
+        baseline = summary.get("random_baseline") or {}
+        train_eval_gap(
+            found, cfg.diagnostics, model.ep_info_buffer, summary["final_eval"]["mean"], baseline.get("mean")
+        )
+    unlearnt = cfg.diagnostics.beat_random and no_better_than_random(
+        summary["final_eval"], summary.get("random_baseline")
+    )
+    if unlearnt:  # (said under the run's last line; found only now, so not logged twice)
+        found.append(unlearnt)

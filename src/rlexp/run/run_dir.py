@@ -70,9 +70,9 @@ def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictCo
         raise ConfigError(f"{path}: unreadable ({' '.join(str(err).split())[:300]}); {remedy}") from None
 
 
-# how a run reports, not what it trains: a run resumed with other logger settings (or under an rlexp
-# whose logger defaults changed) is the same run
-NOT_COMPARED = ("logger",)
+# how a run reports, not what it trains: a run resumed with other logger, curves or diagnostics settings
+# (or under an rlexp whose defaults for them changed, or that added some) is the same run
+NOT_COMPARED = ("logger", "curves", "diagnostics")
 
 
 def config_difference(cfg: DictConfig, run_dir: Path) -> str:

@@ -102,15 +102,12 @@ def _csv(trials: list[FrozenTrial]) -> str:
 
 
 def _plots(study: optuna.Study, directory: Path) -> None:
-    try:
-        import matplotlib
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from optuna.visualization import matplotlib as ovm
-    except ImportError:
-        log.info("no plots: matplotlib is not installed (pip install 'rlexp[search]')")
-        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as ovm
+
     directory.mkdir(parents=True, exist_ok=True)
     for name, draw in (
         ("history", ovm.plot_optimization_history),

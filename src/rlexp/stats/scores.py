@@ -18,7 +18,9 @@ def iqm(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     return stats.trim_mean(scores, proportiontocut=0.25, axis=axis)
 
 
-def confidence_interval(scores: np.ndarray, statistic: Any, seed: int = 0) -> list[float] | None:
+def confidence_interval(
+    scores: np.ndarray, statistic: Any, seed: int = 0, resamples: int = RESAMPLES
+) -> list[float] | None:
     """Percentile bootstrap interval of ``statistic`` (None under 2 scores). The percentile method, as in
     rliable: BCa is undefined when every score is equal, a common case (CartPole's 500s)."""
     if scores.size < 2:
@@ -26,7 +28,7 @@ def confidence_interval(scores: np.ndarray, statistic: Any, seed: int = 0) -> li
     result = stats.bootstrap(
         (scores,),
         statistic,
-        n_resamples=RESAMPLES,
+        n_resamples=resamples,
         confidence_level=CONFIDENCE,
         method="percentile",
         vectorized=True,

@@ -1,0 +1,67 @@
+"""Draw the learning curves of runs on one figure: training episode returns (rolling mean) and periodic
+evaluations (mean, 95% CI) against steps, the random policy as a dashed line.
+
+Each RUN is a run dir, or a dir holding runs (a multirun's, a search's): all the runs under it. The
+figure goes to --output; by default curves.<format> in the one dir given, else in the current dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from rlexp.errors import ConfigError
+
+FORMATS = ("png", "pdf", "svg")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run dirs, or dirs holding runs")
+    parser.add_argument(
+        "--format", choices=FORMATS, default="png", help="png (default), pdf or svg, for the default file name"
+    )
+    parser.add_argument("--output", type=Path, help="the figure's file; its suffix gives the format")
+    parser.add_argument("--title", help="the figure's title (default: none)")
+
+
+def runs_in(path: Path) -> list[Path]:
+    """The run dirs ``path`` is or holds (dirs with a summary.json), in order of their names' numbers."""
+    if not path.is_dir():
+        raise ConfigError(f"{path}: no such directory")
+    if (path / "summary.json").is_file():
+        return [path]
+    found = sorted(
+        (
+            p.parent
+            for p in path.rglob("summary.json")  # not in hidden dirs: a run set aside (.abandoned_1), .hydra
+            if not any(part.startswith(".") for part in p.relative_to(path).parts)
+        ),
+        key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))],  # job 2 before 10
+    )
+    if not found:
+        raise ConfigError(f"{path}: holds no run (no summary.json in it or under it)")
+    return found
+
+
+def main(args: argparse.Namespace) -> int:
+    run_dirs = [run for path in args.runs for run in runs_in(path)]
+    if len(set(run_dirs)) < len(run_dirs):
+        raise ConfigError(
+            "a run is given twice: " + ", ".join(sorted({str(d) for d in run_dirs if run_dirs.count(d) > 1}))
+        )
+    if args.output is None:
+        output = (args.runs[0] if len(args.runs) == 1 else Path.cwd()) / f"curves.{args.format}"
+    else:  # its suffix gives the format; --format gives one to a name without suffix
+        output = args.output if args.output.suffix else args.output.with_name(f"{args.output.name}.{args.format}")
+        if output.suffix.lstrip(".") not in FORMATS:
+            raise ConfigError(
+                f"--output {output}: unknown format {output.suffix!r}; choose one of {', '.join(FORMATS)}"
+            )
+    from rlexp.plots.curves import draw, read_curves, run_labels
+
+    curves = [read_curves(run, label) for run, label in zip(run_dirs, run_labels(run_dirs), strict=True)]
+    if not any(c.train_returns.size or c.eval_mean.size for c in curves):
+        raise ConfigError("no episode to draw yet: " + ", ".join(str(d) for d in run_dirs))
+    print(f"rlexp plot: {len(curves)} run{'s' * (len(curves) > 1)} drawn to {draw(curves, output, args.title)}")
+    return 0

@@ -1,0 +1,1 @@
+"""Figures drawn from run directories (matplotlib, imported only when a figure is drawn)."""
