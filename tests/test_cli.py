@@ -71,6 +71,8 @@ BAD_INPUT = {
     "unknown env kwarg": (["+env.kwargs.nosuch=1"], "env.kwargs.nosuch: CartPole-v1 cannot be made"),
     "negative frame stack": (["env.frame_stack=-1"], "env.frame_stack=-1: must be >= 0"),
     "zero n_steps": (["algo.n_steps=0"], "algo.n_steps=0: must be > 0"),
+    "negative Q check period": (["diagnostics.q_every=-5"], "diagnostics.q_every=-5: must be > 0"),
+    "entropy floor above 1": (["diagnostics.entropy_floor=2"], "diagnostics.entropy_floor=2.0: must be in [0, 1]"),
     "tau above 1": (["algo=sac", "env=pendulum", "algo.tau=2"], "algo.tau=2.0: must be in [0, 1]"),
     "empty replay buffer": (["algo=sac", "env=pendulum", "algo.buffer_size=0"], "algo.buffer_size=0: must be > 0"),
     "negative episode limit": (["env.max_episode_steps=-1"], "env.max_episode_steps=-1: must be > 0"),

@@ -70,6 +70,15 @@ RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
     "callbacks.checkpoint.freq": (">= 0 (0: no checkpoints)", lambda v: v >= 0),
     "random_baseline.episodes": (">= 0 (0: no baseline)", lambda v: v >= 0),
     "callbacks.checkpoint.keep_last": _POSITIVE,
+    "diagnostics.early": _UNIT,
+    "diagnostics.entropy_floor": _UNIT,
+    "diagnostics.ent_coef_floor": _UNIT,
+    "diagnostics.explained_variance_updates": _POSITIVE,
+    "diagnostics.max_approx_kl": _NOT_NEGATIVE,
+    "diagnostics.max_clip_fraction": _UNIT,
+    "diagnostics.q_factor": _NOT_NEGATIVE,
+    "diagnostics.q_every": _POSITIVE,
+    "diagnostics.train_eval_gap": _NOT_NEGATIVE,
 }
 
 
