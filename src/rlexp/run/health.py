@@ -172,8 +172,7 @@ def estimated_q(model: Any) -> tuple[float, float, float] | None:
     buffer = getattr(model, "replay_buffer", None)
     if buffer is None or buffer.size() == 0:
         return None
-    size = buffer.buffer_size if buffer.full else buffer.pos
-    reward_max = np.abs(buffer.rewards[:size]).max(initial=0.0)
+    reward_max = np.abs(buffer.rewards[: buffer.size()]).max(initial=0.0)
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None and normalizer.norm_reward:
         reward_max = float(np.abs(normalizer.normalize_reward(np.array([reward_max]))).max())
