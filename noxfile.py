@@ -38,6 +38,7 @@ def benchmark(session: nox.Session) -> None:
     _install(session)
     session.run("python", "benchmarks/throughput.py", *session.posargs)
     session.run("python", "benchmarks/diagnostics_cost.py")
+    session.run("python", "benchmarks/report_speed.py")
 
 
 @nox.session(name="benchmark-search")

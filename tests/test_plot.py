@@ -13,6 +13,7 @@ import pytest
 from conftest import FAST, rlexp_cli, stderr_lines
 from PIL import Image
 
+pytestmark = pytest.mark.xdist_group("plot_multirun")  # one multirun, on one worker
 RUN = [*FAST, "curves=true", "algo=ppo", "env=cartpole", "env.n_envs=2", "algo.n_steps=32", "n_timesteps=512"]
 
 
@@ -23,6 +24,11 @@ def multirun(tmp_path_factory) -> Path:
     result = rlexp_cli(["-m", *RUN, "seed=0,1", "hydra.sweep.dir=multi"], cwd=work)
     assert result.returncode == 0, result.stderr[-2000:]
     return work / "multi"
+
+
+def test_a_seed_multirun_ends_with_its_report(multirun):
+    report = json.loads((multirun / "report" / "report.json").read_text())  # (rlexp.report.multirun_end)
+    assert [(row["group"], row["n"]) for row in report["groups"]] == [("ppo", 2)]
 
 
 def test_each_run_draws_its_curves(multirun):

@@ -119,3 +119,16 @@ def test_the_commands_that_read_a_run_run_as_shown(tmp_path):
         "final_seed10000_n100.json",
     ]
     assert len(list((run / "videos").glob("final_seed10000_return*.gif"))) == 1
+
+
+@pytest.mark.slow  # ten short trainings and a report: in CI's slow run
+def test_the_report_commands_run_as_shown(tmp_path):
+    lines = _command_lines("Comparing runs: `rlexp report`")
+    assert [line.split()[1] for line in lines] == ["-m", "report"]
+    for line in lines:
+        args = shlex.split(line)[1:]
+        result = _rlexp([*args, *FAST, "env.n_envs=2", "algo.n_steps=32"] if args[0] == "-m" else args, tmp_path)
+        assert result.returncode == 0, (line, result.stderr[-3000:])
+    report = tmp_path / "multirun" / "ppo_vs_a2c" / "report"
+    assert "| algo=ppo | 5 |" in (report / "report.md").read_text()
+    assert "normalized IQM" in (report / "report.md").read_text()  # the second command's --target

@@ -389,6 +389,7 @@ def test_several_seeds_per_trial_objective_is_their_mean(tmp_path):
             rows[t.number]["command"].startswith("rlexp -m ")
             and f"seed={seeds[0]},{seeds[1]}" in rows[t.number]["command"]
         )
+    assert not (sweep / "report").exists()  # a search's trials are not seeds of one condition: no seed report
     tuned = (sweep / "tuned" / "ppo_cartpole_search.yaml").read_text()
     assert f"seeds {2 * study.best_trial.number}, {2 * study.best_trial.number + 1}" in tuned
 

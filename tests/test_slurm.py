@@ -71,6 +71,10 @@ def test_seed_multirun_runs_as_slurm_jobs_with_complete_run_dirs(tmp_path):
         assert list((run / "monitor" / "train").glob("*.monitor.csv")) and (run / "logs" / "progress.csv").is_file()
         job_ids.append(summary["slurm_job_id"])
     assert len(set(job_ids)) == 3
+    # the submitting process waited for the jobs, then reported on the seeds
+    report = json.loads((tmp_path / "sweep" / "report" / "report.json").read_text())
+    assert [row["n"] for row in report["groups"]] == [3]
+    assert "rlexp: ppo on CartPole-v1: IQM " in result.stdout and "over 3 seeds" in result.stdout
     deadline = time.time() + 60  # sacct lags a few seconds behind the jobs' results
     while set(_states(job_ids).values()) != {"COMPLETED"} and time.time() < deadline:
         time.sleep(0.5)

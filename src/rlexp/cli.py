@@ -215,15 +215,28 @@ def _as_check(args: list[str]) -> Path:
     return scratch
 
 
+def _app() -> None:
+    """The Hydra app; a multirun that a failed job ended still reports on the seeds that completed."""
+    try:
+        app()
+    except (Interrupted, KeyboardInterrupt):  # stopped on purpose: resumed later, reported then
+        raise
+    except BaseException:
+        multirun_end = sys.modules.get("rlexp.report.multirun_end")  # (loaded by Hydra's callbacks, if at all)
+        if multirun_end is not None:
+            multirun_end.report_after_failure()
+        raise
+
+
 def _main() -> None:
     try:
         if _FULL_ERROR:
-            app()
+            _app()
             return
         # Hydra then re-raises composition errors to us instead of printing them over several lines
         os.environ["HYDRA_FULL_ERROR"] = "1"
         try:
-            app()
+            _app()
         except USER_ERRORS as err:
             _exit_with(err)
     except Refused as refused:

@@ -1,5 +1,5 @@
 """`rlexp <verb> ...`: the commands besides training. Anything that is not a verb goes to the Hydra
-training app. evaluate's, video's and plot's modules have ``add_arguments(parser)`` and ``main(args) -> exit
+training app. the other verbs' modules have ``add_arguments(parser)`` and ``main(args) -> exit
 code``, imported only when called, so that `rlexp --help` and training start as fast as before; check
 runs through the training app itself (rlexp.cli), so that its config is composed exactly as a run's."""
 
@@ -19,6 +19,7 @@ VERBS = {
     "evaluate": "score an agent over many episodes, with 95% confidence intervals",
     "video": "record an agent's episodes to mp4 or gif",
     "plot": "draw the learning curves of runs on one figure",
+    "report": "compare groups of runs over seeds: IQM, bootstrap CIs, tests, curves, tables",
 }
 
 

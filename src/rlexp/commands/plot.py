@@ -8,10 +8,10 @@ figure goes to --output; by default curves.<format> in the one dir given, else i
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from rlexp.errors import ConfigError
+from rlexp.report.runs import runs_in
 
 FORMATS = ("png", "pdf", "svg")
 
@@ -23,25 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", type=Path, help="the figure's file; its suffix gives the format")
     parser.add_argument("--title", help="the figure's title (default: none)")
-
-
-def runs_in(path: Path) -> list[Path]:
-    """The run dirs ``path`` is or holds (dirs with a summary.json), in order of their names' numbers."""
-    if not path.is_dir():
-        raise ConfigError(f"{path}: no such directory")
-    if (path / "summary.json").is_file():
-        return [path]
-    found = sorted(
-        (
-            p.parent
-            for p in path.rglob("summary.json")  # not in hidden dirs: a run set aside (.abandoned_1), .hydra
-            if not any(part.startswith(".") for part in p.relative_to(path).parts)
-        ),
-        key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))],  # job 2 before 10
-    )
-    if not found:
-        raise ConfigError(f"{path}: holds no run (no summary.json in it or under it)")
-    return found
 
 
 def main(args: argparse.Namespace) -> int:

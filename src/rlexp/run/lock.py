@@ -16,7 +16,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from rlexp.cluster.liveness import boot_id, run_process_is_gone
 from rlexp.errors import ConfigError
 
 LOCK_FILE = ".rlexp.lock"
@@ -101,3 +103,18 @@ def is_free(run_dir: Path) -> bool | None:
     finally:
         os.close(fd)  # also releases the probe's lock
     return True
+
+
+def abandoned(summary: dict[str, Any], run_dir: Path) -> bool:
+    """A run that ended without finishing or saving on a signal: its process died (SIGKILL, out of
+    memory, node failure, a job killed after its grace time) or a second Ctrl-C aborted it.
+
+    On this machine (same boot id, e.g. another container on it, or same host) the run dir's lock tells
+    (rlexp.run.lock); a run of another machine, or one without a lock file, is judged by its SLURM job or
+    process (rlexp.cluster.liveness)."""
+    status = summary.get("status")
+    if status != "running":
+        return status == "aborted"
+    same_machine = summary.get("boot_id") == boot_id() or summary.get("host") == socket.gethostname()
+    free = is_free(run_dir) if same_machine else None
+    return free if free is not None else run_process_is_gone(summary)

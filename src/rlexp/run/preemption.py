@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import threading
 import types
 from dataclasses import dataclass
@@ -33,7 +32,6 @@ from stable_baselines3.common.logger import (
     make_output_format,
 )
 
-from rlexp.cluster.liveness import boot_id, run_process_is_gone
 from rlexp.errors import Interrupted, one_line_error
 from rlexp.run import lock
 from rlexp.run.callbacks import BEST_DIR, BEST_FILE, CHECKPOINT_DIR, ReportToTrial, SaveBestCallback, best_record
@@ -146,21 +144,6 @@ class ResumePoint:
     step: int
 
 
-def abandoned(summary: dict[str, Any], run_dir: Path) -> bool:
-    """A run that ended without finishing or saving on a signal: its process died (SIGKILL, out of
-    memory, node failure, a job killed after its grace time) or a second Ctrl-C aborted it.
-
-    On this machine (same boot id, e.g. another container on it, or same host) the run dir's lock tells
-    (rlexp.run.lock); a run of another machine, or one without a lock file, is judged by its SLURM job or
-    process (rlexp.cluster.liveness)."""
-    status = summary.get("status")
-    if status != "running":
-        return status == "aborted"
-    same_machine = summary.get("boot_id") == boot_id() or summary.get("host") == socket.gethostname()
-    free = lock.is_free(run_dir) if same_machine else None
-    return free if free is not None else run_process_is_gone(summary)
-
-
 def resume_point(run_dir: Path, summary: dict[str, Any], warn: bool = False) -> ResumePoint | None:
     """Where to continue the run in ``run_dir``: the agent saved on a signal; for an abandoned run, the
     newest of its checkpoints. A damaged agent is passed over for the next newest (``warn``: saying so);
@@ -169,7 +152,7 @@ def resume_point(run_dir: Path, summary: dict[str, Any], warn: bool = False) -> 
     found = []
     if summary.get("status") == RESUMABLE:
         found.append(ResumePoint(resume, int(summary["steps_done"])))
-    elif not abandoned(summary, run_dir):
+    elif not lock.abandoned(summary, run_dir):
         return None
     elif summary.get("resumed"):  # saved before the last resumption
         found.append(ResumePoint(resume, int(summary["resumed"][-1]["step"])))

@@ -16,8 +16,8 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
-from rlexp.run.lock import LOCK_FILE, is_free
-from rlexp.run.preemption import RESUMABLE, ResumePoint, abandoned, resume_point, set_aside
+from rlexp.run.lock import LOCK_FILE, abandoned, is_free
+from rlexp.run.preemption import RESUMABLE, ResumePoint, resume_point, set_aside
 from rlexp.run.saving import recover_partial_saves
 
 log = logging.getLogger(__name__)

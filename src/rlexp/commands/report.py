@@ -1,0 +1,101 @@
+"""Compare runs honestly: per group and env the seeds' IQM, mean, median and std with stratified
+bootstrap confidence intervals (rliable's method, 50,000 repetitions); between groups the probability of
+improvement, Welch's t-test and Mann-Whitney U (Holm-corrected), Hedges' g and the seeds that 80% power
+would take; sample-efficiency curves and performance profiles.
+
+Each PATH is a run dir, or a dir holding runs (a multirun's, a SLURM sweep's, a search's). Runs are
+grouped by their composed config minus the seed (or by --group-by keys); each env is a task of its own.
+Runs that failed, were interrupted or are still running are listed in the report and left out.
+Written to --out (default: report/ in the one PATH, else next to them): report.md, groups.csv, runs.csv,
+comparisons.csv, table.tex, report.json and the figures.
+
+  rlexp report multirun/2026-12-01_10-00-00
+  rlexp report multirun/ppo multirun/a2c --metric auc --baseline algo=ppo
+  rlexp report multirun/sweep --group-by algo,algo.learning_rate --target 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from rlexp.commands import positive_int, seed_int
+from rlexp.errors import ConfigError
+
+FORMATS = ("png", "pdf", "svg")
+
+
+def _confidence(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be between 0 and 1 (0.95 for 95%)")
+    return value
+
+
+def parse_targets(text: str | None) -> dict[str, float]:
+    """``500`` (every env) or ``CartPole-v1=500,Pendulum-v1=-150`` (per env)."""
+    if text is None:
+        return {}
+    targets: dict[str, float] = {}
+    for item in text.split(","):
+        env, _, value = item.rpartition("=")
+        env = env.strip() or "*"
+        try:
+            score = float(value)
+        except ValueError:
+            raise ConfigError(
+                f"--target {text}: {item!r} is not SCORE or ENV_ID=SCORE (e.g. 500, or CartPole-v1=500,Pendulum-v1=-150)"
+            ) from None
+        if not math.isfinite(score):
+            raise ConfigError(f"--target {text}: {value.strip()} is not a finite score")
+        if env in targets:
+            raise ConfigError(f"--target {text}: {'every env' if env == '*' else env} is given two targets")
+        targets[env] = score
+    return targets
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="run dirs, or dirs holding runs")
+    parser.add_argument("--group-by", help="config keys whose values name the groups: algo,algo.learning_rate")
+    parser.add_argument("--metric", default="final", help="final (default), best, curve, auc or at:STEP")
+    parser.add_argument(
+        "--out", type=Path, help="the report's dir (default: report/ in the one PATH, else in the dir holding them)"
+    )
+    parser.add_argument("--target", help="the score that counts as solved: SCORE, or ENV_ID=SCORE,... per env")
+    parser.add_argument("--baseline", help="compare each group with this one only (default: every pair)")
+    parser.add_argument("--reps", type=positive_int, default=50_000, help="bootstrap repetitions (50000, rliable's)")
+    parser.add_argument("--ci", type=_confidence, default=0.95, help="confidence level of the intervals (0.95)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="the bootstrap's RNG seed (0)")
+    parser.add_argument("--format", choices=FORMATS, default="png", help="figures' format (png; report.md embeds PNGs)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from rlexp.report.compute import Settings
+    from rlexp.report.make import aggregate_lines, collect, default_out, write_report
+    from rlexp.report.metrics import parse_metric
+
+    settings = Settings(
+        metric=parse_metric(args.metric),
+        reps=args.reps,
+        confidence=args.ci,
+        seed=args.seed,
+        targets=parse_targets(args.target),
+        baseline=args.baseline,
+    )
+    group_by = [k.strip() for k in args.group_by.split(",") if k.strip()] if args.group_by is not None else None
+    if group_by == []:
+        raise ConfigError("--group-by: give config keys, e.g. --group-by algo,algo.learning_rate")
+    out = args.out or default_out(args.paths)
+    runs, grids = collect(args.paths, settings.metric, group_by)
+    report = write_report(runs, grids, out, settings, args.paths, (args.format,))
+    counts = report["counts"]
+    left = f", {counts['left_out']} left out (listed in report.md)" if counts["left_out"] else ""
+    print(f"rlexp report: {counts['used']} runs in {counts['groups']} groups{left}")
+    for line in aggregate_lines(report):
+        print(f"  {line}")
+    print(f"rlexp report: written to {out / 'report.md'}")
+    return 0

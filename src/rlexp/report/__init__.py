@@ -1,0 +1,1 @@
+"""rlexp report: multi-seed statistics, tables and figures from run dirs."""

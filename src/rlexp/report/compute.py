@@ -1,0 +1,391 @@
+"""Every number of a report, from scored runs: per group and env, between groups, curves and profiles.
+
+The result is one plain dict (report.json); the tables, the LaTeX and the figures are drawn from it and
+never recompute a number. Each cell's bootstrap uses the same RNG seed, so that a group's interval does
+not change when another group is added to the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from rlexp.errors import ConfigError
+from rlexp.report.metrics import Grid, Metric, on_grid
+from rlexp.report.runs import Run, differing_keys, flatten
+from rlexp.stats import bootstrap, significance
+
+BAND_REPS = 2_000  # resamples for the bands of the figures: a band to see, not a number to report
+PROFILE_POINTS = 101
+MAX_ALL_PAIRS = 12  # groups compared pair by pair, at most; more (a grid or a search): each against the best
+ALL_ENVS = "all envs"
+
+
+@dataclass
+class Settings:
+    """Everything that changes a number of the report; written into it as it is."""
+
+    metric: Metric
+    reps: int = bootstrap.REPS
+    confidence: float = bootstrap.CONFIDENCE
+    seed: int = 0
+    targets: dict[str, float] = field(default_factory=dict)  # env id (or "*": every env) -> target score
+    baseline: str | None = None
+    band_reps: int = BAND_REPS
+
+    def target(self, env: str) -> float | None:
+        return self.targets.get(env, self.targets.get("*"))
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric.name if self.metric.step is None else f"at:{self.metric.step:g}",
+            "metric_means": self.metric.describe(),
+            "bootstrap": "stratified over runs within each env (rliable's), percentile intervals",
+            "method": bootstrap.METHOD,
+            "reps": self.reps,
+            "confidence": self.confidence,
+            "rng_seed": self.seed,
+            "band_reps": self.band_reps,
+            "targets": self.targets,
+            "baseline": self.baseline,
+            "tests": "Welch's t-test and Mann-Whitney U, two-sided, Holm-corrected over all comparisons",
+            "power": {"power": significance.POWER, "alpha": significance.ALPHA, "test": "Welch, two-sided"},
+            "effect_size": "Hedges' g (pooled std, small-sample corrected)",
+        }
+
+
+def _estimate(value: tuple[float, float | None, float | None]) -> dict[str, float | None]:
+    point, low, high = value
+    return {"value": point if np.isfinite(point) else None, "low": low, "high": high}
+
+
+def _listed(values: np.ndarray) -> list[float | None]:
+    """A JSON list: NaN (no band from one run) as null, which every JSON reader takes."""
+    return [float(v) if np.isfinite(v) else None for v in values]
+
+
+@dataclass
+class _Cells:
+    """The scored runs by group and env, with what the tables need besides: one argument for all of them."""
+
+    runs: dict[tuple[str, str], list[Run]]
+    groups: list[str]  # in the order of the runs (natural order of their dirs)
+    envs: list[str]
+    grids: dict[str, Grid | None]
+    norm: dict[str, dict[str, Any]]  # env -> target, random (only envs with a target)
+    s: Settings
+
+    def has(self, group: str, env: str) -> bool:
+        return bool(self.runs.get((group, env)))
+
+    def scores(self, group: str, env: str) -> np.ndarray:
+        return np.array([r.score for r in self.runs[group, env]], dtype=np.float64)
+
+    def normalized(self, group: str, env: str) -> np.ndarray:
+        n = self.norm[env]
+        return (self.scores(group, env) - n["random"]) / (n["target"] - n["random"])
+
+    def on_every_env(self, group: str) -> bool:
+        return all(self.has(group, env) for env in self.envs)
+
+
+def _randoms(runs: list[Run], envs: list[str]) -> dict[str, float | None]:
+    """Each env's random-policy return (summary.json random_baseline, averaged over the runs)."""
+    out: dict[str, float | None] = {}
+    for env in envs:
+        values = [
+            float(r.summary["random_baseline"]["mean"])
+            for r in runs
+            if r.env == env
+            and isinstance(r.summary.get("random_baseline"), dict)
+            and isinstance(r.summary["random_baseline"].get("mean"), (int, float))
+        ]
+        out[env] = float(np.mean(values)) if values else None
+    return out
+
+
+def _group_rows(c: _Cells) -> list[dict[str, Any]]:
+    s, rows = c.s, []
+    for group in c.groups:
+        for env in c.envs:
+            if not c.has(group, env):
+                continue
+            x = c.scores(group, env)
+            found = bootstrap.interval_estimates([x], bootstrap.AGGREGATES, s.reps, s.confidence, s.seed)
+            row: dict[str, Any] = {
+                "group": group,
+                "env": env,
+                "seeds": [r.seed for r in c.runs[group, env]],
+                "n": int(x.size),
+            }
+            row.update({name: _estimate(value) for name, value in found.items()})
+            if env in c.norm:
+                normalized = {"normalized_iqm": bootstrap.iqm_of_runs, "optimality_gap": bootstrap.optimality_gap}
+                found = bootstrap.interval_estimates(
+                    [c.normalized(group, env)], normalized, s.reps, s.confidence, s.seed
+                )
+                row.update({name: _estimate(value) for name, value in found.items()})
+            rows.append(row)
+    return rows
+
+
+def _aggregates_over_envs(c: _Cells) -> bool:
+    return len(c.envs) > 1 and all(env in c.norm for env in c.envs)
+
+
+def _aggregate_rows(c: _Cells) -> list[dict[str, Any]]:
+    """Normalized scores over all envs (only with a target for each): the stratified bootstrap proper."""
+    if not _aggregates_over_envs(c):
+        return []
+    aggregates = {
+        "normalized_iqm": bootstrap.iqm_of_runs,
+        "normalized_mean": bootstrap.mean,
+        "normalized_median": bootstrap.median,
+        "optimality_gap": bootstrap.optimality_gap,
+    }
+    rows = []
+    for group in filter(c.on_every_env, c.groups):
+        tasks = [c.normalized(group, env) for env in c.envs]
+        found = bootstrap.interval_estimates(tasks, aggregates, c.s.reps, c.s.confidence, c.s.seed)
+        row: dict[str, Any] = {"group": group, "env": ALL_ENVS, "n": int(sum(t.size for t in tasks))}
+        row.update({name: _estimate(value) for name, value in found.items()})
+        rows.append(row)
+    return rows
+
+
+def _best(c: _Cells) -> str:
+    """The group of the best IQM rank averaged over the envs it ran on (ranks: the envs' scales differ)."""
+    ranks: dict[str, list[int]] = {g: [] for g in c.groups}
+    for env in c.envs:
+        present = [g for g in c.groups if c.has(g, env)]
+        for rank, g in enumerate(sorted(present, key=lambda g: -float(bootstrap.iqm(c.scores(g, env))))):
+            ranks[g].append(rank)
+    return min(c.groups, key=lambda g: np.mean(ranks[g]) if ranks[g] else np.inf)
+
+
+def _pairs(c: _Cells) -> list[tuple[str, str]]:
+    baseline = c.s.baseline
+    if baseline is None and len(c.groups) > MAX_ALL_PAIRS:
+        baseline = _best(c)
+    if baseline is None:
+        return list(combinations(c.groups, 2))
+    return [(g, baseline) for g in c.groups if g != baseline]
+
+
+def _comparisons(c: _Cells) -> list[dict[str, Any]]:
+    s, rows = c.s, []
+    for a, b in _pairs(c):
+        shared = [env for env in c.envs if c.has(a, env) and c.has(b, env)]
+        for env in shared:
+            x, y = c.scores(a, env), c.scores(b, env)
+            p, low, high = bootstrap.probability_of_improvement([x], [y], s.reps, s.confidence, s.seed)
+            rows.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "env": env,
+                    "n_a": int(x.size),
+                    "n_b": int(y.size),
+                    "difference_of_means": float(x.mean() - y.mean()),
+                    "probability_of_improvement": {"value": p, "low": low, "high": high},
+                    "welch_p": significance.welch_p(x, y),
+                    "mann_whitney_p": significance.mann_whitney_p(x, y),
+                    "hedges_g": significance.hedges_g(x, y),
+                    "seeds_for_power": significance.seeds_for_power(x, y),
+                }
+            )
+        if len(shared) > 1:  # rank-based: no normalization needed to average over envs
+            xs, ys = [c.scores(a, env) for env in shared], [c.scores(b, env) for env in shared]
+            p, low, high = bootstrap.probability_of_improvement(xs, ys, s.reps, s.confidence, s.seed)
+            rows.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "env": ALL_ENVS,
+                    "envs": shared,
+                    "probability_of_improvement": {"value": p, "low": low, "high": high},
+                }
+            )
+    per_env = [r for r in rows if r["env"] != ALL_ENVS]
+    for test in ("welch_p", "mann_whitney_p"):
+        for row, adjusted in zip(per_env, significance.holm([r[test] for r in per_env]), strict=True):
+            row[f"{test}_holm"] = adjusted
+    return rows
+
+
+def _curves(c: _Cells) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for env in c.envs:
+        grid = c.grids.get(env)
+        if grid is None:
+            continue
+        entry: dict[str, Any] = {"steps": grid.steps.tolist(), "interpolated": grid.interpolated, "groups": {}}
+        for group in c.groups:
+            cell = [r for r in c.runs.get((group, env), []) if r.eval_steps.size]
+            if not cell:
+                continue
+            curves = np.stack([on_grid(r, grid) for r in cell])
+            point, low, high = bootstrap.curve_band(curves, c.s.band_reps, c.s.confidence, c.s.seed)
+            entry["groups"][group] = {
+                "runs": len(cell),
+                "iqm": _listed(point),
+                "low": _listed(low),
+                "high": _listed(high),
+            }
+        out[env] = entry
+    return out
+
+
+def _profiles(c: _Cells) -> dict[str, Any]:
+    """Performance profiles: per env on raw scores; over all envs on normalized ones when each has a target."""
+    panels: dict[str, dict[str, list[np.ndarray]]] = {
+        env: {g: [c.scores(g, env)] for g in c.groups if c.has(g, env)} for env in c.envs
+    }
+    if _aggregates_over_envs(c):
+        panels[f"{ALL_ENVS} (normalized)"] = {
+            g: [c.normalized(g, env) for env in c.envs] for g in filter(c.on_every_env, c.groups)
+        }
+    out: dict[str, Any] = {}
+    for name, by_group in panels.items():
+        if not by_group:  # (no group ran on every env: no profile over all of them)
+            continue
+        every = np.concatenate([x for tasks in by_group.values() for x in tasks])
+        taus = np.linspace(every.min(), every.max(), PROFILE_POINTS)
+        entry: dict[str, Any] = {"taus": taus.tolist(), "groups": {}}
+        for group, tasks in by_group.items():
+            point, low, high = bootstrap.performance_profile(tasks, taus, c.s.band_reps, c.s.confidence, c.s.seed)
+            entry["groups"][group] = {"fraction": point.tolist(), "low": low.tolist(), "high": high.tolist()}
+        out[name] = entry
+    return out
+
+
+def _notes(c: _Cells, randoms: dict[str, float | None]) -> list[str]:
+    notes = []
+    for env in c.envs:
+        counts = {g: len(c.runs[g, env]) for g in c.groups if c.has(g, env)}
+        if len(set(counts.values())) > 1:
+            notes.append(
+                f"unequal seeds on {env}: "
+                + ", ".join(f"{g}: {n}" for g, n in counts.items())
+                + " (each group's numbers use all of its runs; none is dropped to even them out)"
+            )
+        for g in counts:
+            seeds = [str(r.seed) for r in c.runs[g, env]]
+            repeated = sorted({x for x in seeds if seeds.count(x) > 1})
+            if repeated:
+                notes.append(
+                    f"{g} on {env}: seed {', '.join(repeated)} more than once (runs of the same seed are not independent)"
+                )
+        grid = c.grids.get(env)
+        if grid is not None and grid.interpolated:
+            notes.append(
+                f"{env}: the runs' evaluation schedules differ; their curves are interpolated onto {grid.steps.size} "
+                f"evenly spaced steps from {grid.steps[0]:,.0f} to {grid.steps[-1]:,.0f} (the span every run evaluated)"
+            )
+        if env in c.norm and randoms[env] is None:
+            notes.append(f"{env}: no random-policy return recorded; normalized scores are score / target")
+    if len(c.envs) > 1:
+        partial = [g for g in c.groups if not c.on_every_env(g)]
+        if partial:
+            notes.append(
+                "not on every env: "
+                + "; ".join(f"{g} ({', '.join(e for e in c.envs if c.has(g, e))})" for g in partial)
+                + ": left out of the aggregates over all envs; its comparisons over all envs average the envs both groups ran on"
+            )
+    if c.s.baseline is None and len(c.groups) > MAX_ALL_PAIRS:
+        notes.append(
+            f"{len(c.groups)} groups: each is compared with the best ({_best(c)}, by IQM rank averaged over envs), "
+            "not every pair with every other (--baseline to choose)"
+        )
+    if c.s.targets and len(c.envs) > 1 and not all(env in c.norm for env in c.envs):
+        notes.append("no target for " + ", ".join(e for e in c.envs if e not in c.norm) + ": no aggregate over envs")
+    elif len(c.envs) > 1 and not c.s.targets:
+        notes.append("several envs and no --target: each env is reported on its own (give --target to aggregate)")
+    return notes
+
+
+def _normalization(s: Settings, envs: list[str], randoms: dict[str, float | None]) -> dict[str, dict[str, Any]]:
+    unknown = sorted(set(s.targets) - {"*", *envs})
+    if unknown:
+        from rlexp.schema import did_you_mean
+
+        raise ConfigError(
+            f"--target: no run on {', '.join(unknown)}{did_you_mean(unknown[0], envs)}; envs: {', '.join(envs)}"
+        )
+    norm: dict[str, dict[str, Any]] = {}
+    for env in envs:
+        target = s.target(env)
+        if target is None:
+            continue
+        random = randoms[env] if randoms[env] is not None else 0.0
+        if target == random:
+            raise ConfigError(
+                f"--target {target:g} for {env}: equal to its random-policy return; no scale to normalize by"
+            )
+        norm[env] = {"target": target, "random": random}
+    return norm
+
+
+def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict[str, Any]:
+    """The report of ``runs`` (scored: see rlexp.report.metrics), as one JSON-ready dict."""
+    used = [r for r in runs if r.left_out is None]
+    if not used:
+        raise ConfigError(
+            "no run to report on: "
+            + "; ".join(f"{r.dir}: {r.left_out}" for r in runs[:5])
+            + (f" (and {len(runs) - 5} more)" if len(runs) > 5 else "")
+        )
+    groups, envs = list(dict.fromkeys(r.group for r in used)), sorted({r.env for r in used})
+    if s.baseline is not None and s.baseline not in groups:
+        from rlexp.schema import did_you_mean
+
+        raise ConfigError(
+            f"--baseline {s.baseline!r}: no such group{did_you_mean(s.baseline, groups)}; groups: " + "; ".join(groups)
+        )
+    randoms = _randoms(used, envs)
+    cells: dict[tuple[str, str], list[Run]] = {}
+    for run in used:
+        cells.setdefault((run.group, run.env), []).append(run)
+    c = _Cells(cells, groups, envs, grids, _normalization(s, envs, randoms), s)
+    differing = differing_keys(used)
+    return {
+        "settings": s.record(),
+        "counts": {
+            "runs": len(runs),
+            "used": len(used),
+            "left_out": len(runs) - len(used),
+            "groups": len(groups),
+            "envs": envs,
+        },
+        "groups_order": groups,
+        "normalization": c.norm,
+        "notes": _notes(c, randoms),
+        "groups": _group_rows(c),
+        "aggregate": _aggregate_rows(c),
+        "comparisons": _comparisons(c),
+        "curves": _curves(c),
+        "profiles": _profiles(c),
+        "runs": [_run_row(r, differing) for r in runs],
+    }
+
+
+def _run_row(run: Run, keys: list[str]) -> dict[str, Any]:
+    flat = flatten(run.config)
+    final, best = run.summary.get("final_eval"), run.summary.get("best_eval")
+    return {
+        "run_dir": str(run.dir),
+        "group": run.group or None,
+        "env": run.env,
+        "algo": run.algo,
+        "seed": run.seed,
+        "status": run.status,
+        "score": run.score,
+        "used": run.left_out is None,
+        "left_out": run.left_out,
+        "final_eval": final.get("mean") if isinstance(final, dict) else None,
+        "best_eval": best.get("mean") if isinstance(best, dict) else None,
+        "steps_done": run.summary.get("steps_done"),
+        "config": {k: flat.get(k) for k in keys},
+    }

@@ -1,0 +1,150 @@
+"""The report's figures, drawn from report.json's numbers (never recomputed): sample-efficiency curves,
+interval estimates of the aggregates, performance profiles. One panel per env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MAX_LABEL = 45
+MAX_LEGEND = 10  # groups named in a legend, at most: more (a search's trials) would hide the curves
+STATS = (("iqm", "IQM"), ("mean", "mean"), ("median", "median"))
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 3] + "..."
+
+
+def _colors(groups: list[str]) -> dict[str, str]:
+    return {g: f"C{i % 10}" for i, g in enumerate(groups)}
+
+
+def _save(fig: Any, path: Path) -> Path:
+    partial = path.with_name(f".{path.name}.partial")
+    fig.savefig(partial, format=path.suffix.lstrip("."), dpi=110)
+    partial.replace(path)
+    return path
+
+
+def _panels(n: int, width: float, height: float) -> tuple[Any, list[Any]]:
+    from matplotlib.figure import Figure  # no pyplot: no global backend or figure state
+
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel().tolist()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def sample_efficiency(report: dict[str, Any], path: Path) -> Path | None:
+    from matplotlib.ticker import EngFormatter
+
+    curves = report["curves"]
+    if not curves:
+        return None
+    colors = _colors(report["groups_order"])
+    fig, axes = _panels(len(curves), 5.2, 3.6)
+    confidence = report["settings"]["confidence"]
+    for ax, (env, entry) in zip(axes, curves.items(), strict=True):
+        steps = np.asarray(entry["steps"])
+        for group, c in entry["groups"].items():
+            ax.plot(
+                steps,
+                c["iqm"],
+                "-",
+                marker="o" if steps.size < 30 else None,
+                ms=3,
+                color=colors[group],
+                label=_short(group),
+            )
+            low, high = np.asarray(c["low"], dtype=float), np.asarray(c["high"], dtype=float)
+            ax.fill_between(steps, low, high, color=colors[group], alpha=0.2, lw=0)
+        ax.set(
+            title=env + (" (interpolated)" if entry["interpolated"] else ""), xlabel="steps", ylabel="evaluation return"
+        )
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+        ax.grid(alpha=0.3)
+    if len(report["groups_order"]) <= MAX_LEGEND:
+        axes[0].legend(
+            fontsize="small", loc="best", title=f"IQM over seeds, {confidence:.0%} band", title_fontsize="small"
+        )
+    return _save(fig, path)
+
+
+def interval_estimates(report: dict[str, Any], path: Path) -> Path | None:
+    """IQM, mean and median of each group with their CIs, one row of panels per env (and for all envs)."""
+    from matplotlib.figure import Figure
+
+    rows = [(env, [r for r in report["groups"] if r["env"] == env]) for env in report["counts"]["envs"]]
+    if report["aggregate"]:
+        rows.append(("all envs (normalized)", report["aggregate"]))
+    groups = report["groups_order"]
+    colors = _colors(groups)
+    fig = Figure(figsize=(11, 0.9 + 0.32 * len(groups) * len(rows) + 0.5 * len(rows)), layout="constrained")
+    axes = fig.subplots(len(rows), len(STATS), squeeze=False)
+    for i, (env, entries) in enumerate(rows):
+        for j, (key, title) in enumerate(STATS):
+            ax = axes[i][j]
+            key = key if env != "all envs (normalized)" else f"normalized_{key}"
+            for k, row in enumerate(entries):
+                estimate = row.get(key) or {}
+                if estimate.get("value") is None:
+                    continue
+                y = len(entries) - 1 - k
+                low, high = estimate["low"], estimate["high"]
+                if low is not None:
+                    ax.barh(y, high - low, left=low, height=0.6, color=colors[row["group"]], alpha=0.6)
+                ax.plot([estimate["value"]] * 2, [y - 0.3, y + 0.3], color="k", lw=1.5)
+            ax.set_yticks(range(len(entries)), [_short(r["group"]) for r in reversed(entries)] if j == 0 else [])
+            ax.set_title(f"{title}: {env}" if j == 0 else title, fontsize="medium", loc="left" if j == 0 else "center")
+            ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(
+        f"{report['settings']['confidence']:.0%} stratified bootstrap CIs, {report['settings']['reps']:,} repetitions",
+        fontsize="medium",
+    )
+    return _save(fig, path)
+
+
+def performance_profiles(report: dict[str, Any], path: Path) -> Path | None:
+    profiles = {name: p for name, p in report["profiles"].items() if p["taus"]}
+    if not profiles:
+        return None
+    colors = _colors(report["groups_order"])
+    fig, axes = _panels(len(profiles), 5.2, 3.6)
+    for ax, (name, entry) in zip(axes, profiles.items(), strict=True):
+        taus = np.asarray(entry["taus"])
+        for group, p in entry["groups"].items():
+            ax.plot(taus, p["fraction"], color=colors[group], label=_short(group), drawstyle="steps-post")
+            ax.fill_between(taus, p["low"], p["high"], color=colors[group], alpha=0.2, lw=0, step="post")
+        ax.set(
+            title=name,
+            xlabel="score τ" + (" (normalized)" if "normalized" in name else ""),
+            ylabel="fraction of runs > τ",
+            ylim=(-0.02, 1.02),
+        )
+        ax.grid(alpha=0.3)
+    if len(report["groups_order"]) <= MAX_LEGEND:
+        axes[0].legend(fontsize="small", loc="best")
+    return _save(fig, path)
+
+
+FIGURES = {
+    "sample_efficiency": sample_efficiency,
+    "scores": interval_estimates,
+    "performance_profile": performance_profiles,
+}
+
+
+def draw_all(report: dict[str, Any], out: Path, formats: list[str]) -> dict[str, list[Path]]:
+    """Each figure in each format (PNG always: report.md embeds it); name -> files written."""
+    written: dict[str, list[Path]] = {}
+    for name, draw in FIGURES.items():
+        for fmt in formats:
+            path = draw(report, out / f"{name}.{fmt}")
+            if path is not None:
+                written.setdefault(name, []).append(path)
+    return written

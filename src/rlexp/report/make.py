@@ -1,0 +1,97 @@
+"""A report from paths to files: find the runs, score them, compute, write, draw. Shared by `rlexp report`
+and by the end of a seed multirun (rlexp.report.multirun_end)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rlexp.errors import ConfigError
+from rlexp.report.compute import Settings, compute
+from rlexp.report.metrics import Grid, Metric, common_grid, score_runs
+from rlexp.report.runs import Run, assign_groups, read_run, runs_in
+
+
+def find_runs(paths: list[Path]) -> list[Run]:
+    dirs = [run for path in paths for run in runs_in(path)]
+    resolved = [d.resolve() for d in dirs]
+    if len(set(resolved)) < len(resolved):
+        twice = sorted({str(d) for d, r in zip(dirs, resolved, strict=True) if resolved.count(r) > 1})
+        raise ConfigError("a run is given twice: " + ", ".join(twice))
+    return [read_run(d) for d in dirs]
+
+
+def default_out(paths: list[Path]) -> Path:
+    """report/ in the one dir given, else in the dir holding all of them."""
+    if len(paths) == 1:
+        return paths[0] / "report"
+    return Path(os.path.commonpath([p.resolve() for p in paths])) / "report"
+
+
+def collect(
+    paths: list[Path], metric: Metric, group_by: list[str] | None = None
+) -> tuple[list[Run], dict[str, Grid | None]]:
+    """The runs under ``paths``, grouped and scored, and each env's common step grid."""
+    runs = find_runs(paths)
+    assign_groups(runs, group_by)
+    by_env: dict[str, list[Run]] = {}
+    for run in runs:
+        if run.left_out is None:
+            by_env.setdefault(run.env, []).append(run)
+    grids = {env: common_grid(env_runs) for env, env_runs in by_env.items()}
+    score_runs(runs, metric, grids)
+    return runs, grids
+
+
+def write_report(
+    runs: list[Run],
+    grids: dict[str, Grid | None],
+    out: Path,
+    settings: Settings,
+    inputs: list[Path],
+    formats: tuple[str, ...] = ("png",),
+) -> dict[str, Any]:
+    """Computes the report of collected runs and writes it into ``out``; returns its numbers (report.json)."""
+    from rlexp.report.figures import draw_all
+    from rlexp.report.write import write_all
+
+    report = compute(runs, grids, settings)
+    if out.exists() and not (out / "report.json").is_file() and any(out.iterdir()):
+        raise ConfigError(
+            f"--out {out}: holds files but no report.json; a report replaces its dir whole: choose another"
+        )
+    # written whole in a sibling dir, then swapped in: never half a report, nor an old report's stale figures
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        figures = draw_all(report, staging, list(dict.fromkeys(("png", *formats))))
+        write_all(report, staging, figures, [str(p) for p in inputs])
+        if out.exists():
+            old = out.with_name(f".{out.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+            staging.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def aggregate_lines(report: dict[str, Any], limit: int = 10) -> list[str]:
+    """One line per group and env: IQM and its CI over the seeds (what a multirun prints at its end)."""
+    confidence = report["settings"]["confidence"]
+    lines = []
+    for row in report["groups"][:limit]:
+        iqm = row["iqm"]
+        ci = f" [{confidence:.0%} CI {iqm['low']:.2f}, {iqm['high']:.2f}]" if iqm["low"] is not None else ""
+        lines.append(
+            f"{row['group']} on {row['env']}: IQM {iqm['value']:.2f}{ci} over {row['n']} seed{'s' * (row['n'] != 1)}"
+        )
+    if len(report["groups"]) > limit:
+        lines.append(f"... and {len(report['groups']) - limit} more (groups.csv)")
+    return lines

@@ -1,0 +1,194 @@
+"""The runs a report is made of: found by their summary.json under the paths given, read from the run-dir
+contract (summary.json, config.yaml, evaluations.npz), grouped into the conditions being compared.
+
+Only what a completed run wrote is used; every other run is kept with the reason it is left out, so that
+the report lists it instead of dropping it silently."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from rlexp.errors import ConfigError
+
+# keys that do not change what a run learns or how it is scored: runs differing only there are seeds of
+# one condition (the seed itself, logging, drawing, health checks, checkpoints, where it ran)
+NOT_GROUPED = (
+    "seed",
+    "logger",
+    "curves",
+    "diagnostics",
+    "random_baseline",
+    "callbacks.checkpoint",
+    "callbacks.progress_bar",
+    "device",
+    "torch_threads",
+    "search_space",
+)
+_YAML = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there: 200 configs in a blink
+
+
+def runs_in(path: Path) -> list[Path]:
+    """The run dirs ``path`` is or holds (dirs with a summary.json), in order of their names' numbers."""
+    if not path.is_dir():
+        raise ConfigError(f"{path}: no such directory")
+    if (path / "summary.json").is_file():
+        return [path]
+    found = sorted(
+        (
+            p.parent
+            for p in path.rglob("summary.json")  # not in hidden dirs: a run set aside (.abandoned_1), .hydra
+            if not any(part.startswith(".") for part in p.relative_to(path).parts)
+        ),
+        key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))],  # job 2 before 10
+    )
+    if not found:
+        raise ConfigError(f"{path}: holds no run (no summary.json in it or under it)")
+    return found
+
+
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted keys to leaf values (lists as tuples, so that values can be compared and hashed)."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        where = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{where}."))
+        else:
+            flat[where] = tuple(value) if isinstance(value, list) else value
+    return flat
+
+
+def _grouped(key: str) -> bool:
+    return not any(key == k or key.startswith(f"{k}.") for k in NOT_GROUPED)
+
+
+@dataclass
+class Run:
+    """One run dir as the report sees it; ``left_out`` says why it is not used (None: used)."""
+
+    dir: Path
+    summary: dict[str, Any]
+    config: dict[str, Any]
+    left_out: str | None = None
+    group: str = ""
+    score: float | None = None
+    eval_steps: np.ndarray = field(default_factory=lambda: np.empty(0))
+    eval_means: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    @property
+    def env(self) -> str:
+        return str(self.summary.get("env_id") or (self.config.get("env") or {}).get("id") or "?")
+
+    @property
+    def algo(self) -> str:
+        return str(self.summary.get("algo") or "?")
+
+    @property
+    def seed(self) -> Any:
+        return self.summary.get("seed", self.config.get("seed"))
+
+    @property
+    def status(self) -> str:
+        return str(self.summary.get("status", "unreadable"))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())  # an error's traceback-like lines would break tables and messages
+
+
+def _status_problem(summary: dict[str, Any], run_dir: Path) -> str | None:
+    from rlexp.run.lock import abandoned
+
+    status = summary.get("status")
+    if status == "completed":
+        final = summary.get("final_eval")
+        if not isinstance(final, dict) or not isinstance(final.get("mean"), (int, float)):
+            return "completed without a final evaluation mean in summary.json"
+        return None
+    if status == "running":
+        return "its process died before it finished" if abandoned(summary, run_dir) else "still running"
+    if status == "interrupted":
+        return "interrupted (resumable: run its command.txt again to finish it)"
+    error = f": {_one_line(str(summary['error']))}" if summary.get("error") else ""
+    return f"{status}{error}"
+
+
+def read_run(run_dir: Path) -> Run:
+    """A run dir with what the report needs; an unreadable or unfinished one comes back left out."""
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        config = yaml.load((run_dir / "config.yaml").read_text(), Loader=_YAML)
+        if not isinstance(summary, dict) or not isinstance(config, dict):
+            raise ValueError("not a mapping")
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        return Run(run_dir, {}, {}, left_out=f"unreadable summary.json or config.yaml ({type(err).__name__})")
+    run = Run(run_dir, summary, config, left_out=_status_problem(summary, run_dir))
+    npz = run_dir / "evaluations.npz"
+    if run.left_out is None and npz.is_file():
+        try:
+            with np.load(npz) as data:
+                run.eval_steps = np.asarray(data["timesteps"], dtype=np.float64)
+                run.eval_means = np.asarray(data["results"], dtype=np.float64).mean(axis=1)
+        except Exception as err:  # np.load: EOFError, BadZipFile, zlib.error, KeyError, ValueError...
+            run.left_out = f"evaluations.npz unreadable ({type(err).__name__})"
+    return run
+
+
+def _value(run: Run, flat: dict[str, Any], key: str) -> str:
+    if key == "algo":
+        return run.algo
+    if key in flat:
+        return str(flat[key])
+    inner = {k[len(key) + 1 :]: v for k, v in flat.items() if k.startswith(f"{key}.")}
+    return str(inner) if inner else "-"
+
+
+def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
+    """Names each used run's group. Given ``keys``: their values (``algo`` is the algorithm's config
+    choice). By default, the composed config minus the seed and NOT_GROUPED: runs of one env whose
+    configs differ anywhere else are different groups, named by the algorithm when algorithms differ
+    and by the config keys that differ between runs of one env and algorithm. Values that only differ
+    between envs (tuned hyperparameters) do not split a group: the env is a task of its own."""
+    used = [r for r in runs if r.left_out is None]
+    flats = [flatten(r.config) for r in used]
+    if keys is not None:
+        known = set().union(*(f.keys() for f in flats)) | {"algo"}
+        for key in keys:
+            if key in ("env", "env.id"):
+                raise ConfigError(f"--group-by {key}: the env is always a task of its own, never a group")
+            if key == "seed":
+                raise ConfigError("--group-by seed: the seeds are what a group's runs differ by, never a group")
+            if key not in known and not any(k.startswith(f"{key}.") for k in known):
+                from rlexp.schema import did_you_mean
+
+                raise ConfigError(f"--group-by {key}: no run has this key{did_you_mean(key, sorted(known))}")
+        for run, flat in zip(used, flats, strict=True):
+            run.group = " ".join(f"{k}={_value(run, flat, k)}" for k in keys)
+        return
+    by_algo = len({r.algo for r in used}) > 1
+    buckets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run, flat in zip(used, flats, strict=True):
+        buckets.setdefault((run.env, run.algo), []).append(flat)
+    differing: dict[str, set[str]] = {}  # per algorithm, over all its envs: one name for a group on every env
+    for (_, algo), bucket in buckets.items():
+        for key in set().union(*(f.keys() for f in bucket)):
+            if _grouped(key) and len({repr(f.get(key, "-")) for f in bucket}) > 1:
+                differing.setdefault(algo, set()).add(key)
+    for run, flat in zip(used, flats, strict=True):
+        parts = [f"algo={run.algo}"] if by_algo else []
+        parts += [f"{k}={flat.get(k, '-')}" for k in sorted(differing.get(run.algo, ()))]
+        run.group = " ".join(parts) or run.algo
+
+
+def differing_keys(runs: list[Run]) -> list[str]:
+    """The config keys (but the seed and NOT_GROUPED) whose values are not the same in every run."""
+    flats = [flatten(r.config) for r in runs]
+    every = set().union(*(f.keys() for f in flats)) if flats else set()
+    return sorted(k for k in every if _grouped(k) and len({repr(f.get(k, "-")) for f in flats}) > 1)

@@ -1,0 +1,303 @@
+"""The report's files, all from report.json's numbers: report.md, groups.csv, runs.csv, comparisons.csv,
+table.tex (booktabs) and report.json itself. Each is written atomically (a reader never sees half)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from rlexp.report.compute import ALL_ENVS
+
+READING = """\
+**IQM** (interquartile mean) is the mean of the middle 50% of the runs' scores: unlike the mean it is not
+dragged by one lucky or failed seed, and unlike the median it uses half the runs, not one or two, so it
+needs fewer seeds to be precise. It is the headline number of rliable (Agarwal et al., NeurIPS 2021).
+
+**[low, high]** is a {confidence:.0%} confidence interval from a stratified bootstrap: the runs are
+resampled with replacement ({reps:,} times) and the statistic recomputed; the interval holds the middle
+{confidence:.0%} of those values. It says how much the number could move with other seeds: overlapping
+intervals mean the seeds do not settle which group is better.
+
+**p-values** (Welch's t-test, and Mann-Whitney U, which does not assume normal scores) are the chance of a
+difference at least this large if both groups were in truth the same. They are Holm-corrected for the
+number of comparisons made, so "p < 0.05" keeps its meaning however many pairs are compared.
+**P(A > B)** is the probability that a run of A scores above a run of B; 0.5 is a tie. **Seeds for 80%
+power** is how many seeds per group would detect the observed difference 8 times in 10 at p < 0.05.
+"""
+
+
+def _num(x: Any) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    x = float(x)
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3f}" if abs(x) >= 0.01 or x == 0 else f"{x:.2g}"
+
+
+def _p(x: float | None) -> str:
+    return "-" if x is None else ("<0.001" if x < 0.001 else f"{x:.3f}")
+
+
+def _estimate(e: dict[str, Any] | None) -> str:
+    if not e or e.get("value") is None:
+        return "-"
+    if e.get("low") is None:
+        return _num(e["value"])
+    return f"{_num(e['value'])} [{_num(e['low'])}, {_num(e['high'])}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
+
+
+def _atomic(path: Path, text: str) -> None:
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: list[str]) -> str:
+    s, c = report["settings"], report["counts"]
+    lines = [
+        "# rlexp report",
+        "",
+        f"{c['used']} runs used of {c['runs']} found, in {c['groups']} group{'s' * (c['groups'] != 1)} on "
+        f"{len(c['envs'])} env{'s' * (len(c['envs']) != 1)}, from {', '.join(f'`{i}`' for i in inputs)}.",
+        "",
+        f"- score of a run: {s['metric_means']} (`--metric {s['metric']}`)",
+        f"- intervals: {s['confidence']:.0%}, {s['bootstrap']}, {s['reps']:,} repetitions, RNG seed {s['rng_seed']}"
+        f" (curve and profile bands: {s['band_reps']:,})",
+        f"- tests: {s['tests']}; effect size: {s['effect_size']}",
+    ]
+    if report["normalization"]:
+        lines.append(
+            "- normalized score = (score - random policy) / (target - random policy): "
+            + ", ".join(
+                f"{env} target {_num(v['target'])}, random {_num(v['random'])}"
+                for env, v in report["normalization"].items()
+            )
+        )
+    left = [r for r in report["runs"] if not r["used"]]
+    if left:
+        lines += [
+            "",
+            f"## Left out ({len(left)})",
+            "",
+            _table(["run", "status", "why"], [[r["run_dir"], r["status"], r["left_out"]] for r in left]),
+        ]
+    if report["notes"]:
+        lines += ["", "## Notes", "", *(f"- {n}" for n in report["notes"])]
+    for env in c["envs"]:
+        rows = [r for r in report["groups"] if r["env"] == env]
+        header = ["group", "seeds", "IQM", "mean", "median", "std"]
+        if env in report["normalization"]:
+            header += ["normalized IQM", "optimality gap"]
+        table = []
+        for r in rows:
+            cells = [
+                r["group"],
+                str(r["n"]),
+                _estimate(r["iqm"]),
+                _estimate(r["mean"]),
+                _estimate(r["median"]),
+                _estimate(r["std"]),
+            ]
+            if env in report["normalization"]:
+                cells += [_estimate(r.get("normalized_iqm")), _estimate(r.get("optimality_gap"))]
+            table.append(cells)
+        lines += ["", f"## {env}", "", _table(header, table)]
+    if report["aggregate"]:
+        lines += [
+            "",
+            f"## {ALL_ENVS} (normalized scores)",
+            "",
+            _table(
+                ["group", "runs", "IQM", "mean", "median", "optimality gap"],
+                [
+                    [
+                        r["group"],
+                        str(r["n"]),
+                        _estimate(r["normalized_iqm"]),
+                        _estimate(r["normalized_mean"]),
+                        _estimate(r["normalized_median"]),
+                        _estimate(r["optimality_gap"]),
+                    ]
+                    for r in report["aggregate"]
+                ],
+            ),
+        ]
+    if report["comparisons"]:
+        lines += [
+            "",
+            "## Comparisons",
+            "",
+            _table(
+                [
+                    "A",
+                    "B",
+                    "env",
+                    "P(A > B)",
+                    "Welch p (Holm)",
+                    "Mann-Whitney p (Holm)",
+                    "Hedges' g",
+                    "seeds for 80% power",
+                ],
+                [
+                    [
+                        r["a"],
+                        r["b"],
+                        r["env"],
+                        _estimate(r["probability_of_improvement"]),
+                        _p(r.get("welch_p_holm")),
+                        _p(r.get("mann_whitney_p_holm")),
+                        _num(r.get("hedges_g")),
+                        "-" if r["env"] == ALL_ENVS else str(r.get("seeds_for_power") or "-"),
+                    ]
+                    for r in report["comparisons"]
+                ],
+            ),
+        ]
+    pngs = {name: p for name, paths in figures.items() for p in paths if p.suffix == ".png"}
+    if pngs:
+        lines += ["", "## Figures", ""]
+        titles = {
+            "sample_efficiency": "sample efficiency",
+            "scores": "interval estimates",
+            "performance_profile": "performance profiles",
+        }
+        lines += [f"![{titles.get(name, name)}]({p.name})\n" for name, p in pngs.items()]
+    lines += ["", "## How to read this", "", READING.format(confidence=s["confidence"], reps=s["reps"])]
+    return "\n".join(lines)
+
+
+def _csv(header: list[str], rows: list[list[Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([["" if v is None else v for v in row] for row in rows])
+    return buffer.getvalue()
+
+
+ESTIMATES = ("iqm", "mean", "median", "std", "normalized_iqm", "normalized_mean", "normalized_median", "optimality_gap")
+
+
+def groups_csv(report: dict[str, Any]) -> str:
+    header = ["group", "env", "n", "seeds"]
+    for name in ESTIMATES:
+        header += [name, f"{name}_low", f"{name}_high"]
+    rows = []
+    for r in report["groups"] + report["aggregate"]:
+        row = [r["group"], r["env"], r["n"], " ".join(str(x) for x in r.get("seeds", []))]
+        for name in ESTIMATES:  # over all envs: the normalized statistics in the normalized_* columns only
+            e = r.get(name) or {}
+            row += [e.get("value"), e.get("low"), e.get("high")]
+        rows.append(row)
+    return _csv(header, rows)
+
+
+def runs_csv(report: dict[str, Any]) -> str:
+    keys = sorted({k for r in report["runs"] for k in r["config"]})
+    header = [
+        "run_dir",
+        "status",
+        "used",
+        "left_out",
+        "group",
+        "env",
+        "algo",
+        "seed",
+        "score",
+        "final_eval",
+        "best_eval",
+        "steps_done",
+        *keys,
+    ]
+    rows = [[r[h] for h in header[: -len(keys) or None]] + [r["config"].get(k) for k in keys] for r in report["runs"]]
+    return _csv(header, rows)
+
+
+def comparisons_csv(report: dict[str, Any]) -> str:
+    header = [
+        "a", "b", "env", "n_a", "n_b", "difference_of_means", "probability_of_improvement", "probability_of_improvement_low",
+        "probability_of_improvement_high", "welch_p", "welch_p_holm", "mann_whitney_p", "mann_whitney_p_holm", "hedges_g", "seeds_for_power",
+    ]  # fmt: skip
+    rows = []
+    for r in report["comparisons"]:
+        poi = r["probability_of_improvement"]
+        flat = {
+            **r,
+            "probability_of_improvement": poi["value"],
+            "probability_of_improvement_low": poi["low"],
+            "probability_of_improvement_high": poi["high"],
+        }
+        rows.append([flat.get(h) for h in header])
+    return _csv(header, rows)
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}  # fmt: skip
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in text)
+
+
+def table_tex(report: dict[str, Any]) -> str:
+    """Groups x envs, IQM with its CI: a booktabs table to \\input into a paper."""
+    envs = report["counts"]["envs"] + ([f"{ALL_ENVS} (normalized)"] if report["aggregate"] else [])
+    cells = {(r["group"], r["env"]): r["iqm"] for r in report["groups"]}
+    cells.update({(r["group"], f"{ALL_ENVS} (normalized)"): r["normalized_iqm"] for r in report["aggregate"]})
+    s = report["settings"]
+
+    def cell(e: dict[str, Any] | None) -> str:
+        if not e or e.get("value") is None:
+            return "--"
+        if e.get("low") is None:
+            return f"{_num(e['value'])}"
+        return f"{_num(e['value'])} {{\\scriptsize [{_num(e['low'])}, {_num(e['high'])}]}}"
+
+    lines = [
+        "% rlexp report: IQM over seeds with "
+        f"{s['confidence']:.0%} stratified bootstrap CIs ({s['reps']} reps, seed {s['rng_seed']}); needs \\usepackage{{booktabs}}",
+        "\\begin{tabular}{l" + "r" * len(envs) + "}",
+        "\\toprule",
+        "Group & " + " & ".join(_tex(e) for e in envs) + " \\\\",
+        "\\midrule",
+        *(
+            _tex(g) + " & " + " & ".join(cell(cells.get((g, e))) for e in envs) + " \\\\"
+            for g in report["groups_order"]
+        ),
+        "\\bottomrule",
+        "\\end{tabular}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _finite(value: Any) -> Any:
+    """NaN and inf as null: report.json must be JSON that every reader takes."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def write_all(report: dict[str, Any], out: Path, figures: dict[str, list[Path]], inputs: list[str]) -> None:
+    _atomic(out / "report.json", json.dumps(_finite(report), indent=1, default=str, allow_nan=False) + "\n")
+    _atomic(out / "groups.csv", groups_csv(report))
+    _atomic(out / "runs.csv", runs_csv(report))
+    _atomic(out / "comparisons.csv", comparisons_csv(report))
+    _atomic(out / "table.tex", table_tex(report))
+    _atomic(out / "report.md", markdown(report, figures, inputs))

@@ -1,0 +1,129 @@
+"""rlexp's statistics against the libraries of record on the same scores: rliable (IQM, mean, median,
+optimality gap and probability of improvement, with their stratified bootstrap intervals), scipy
+(Welch's t-test, Mann-Whitney U, the percentile bootstrap) and statsmodels (Holm, t-test power)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rlexp.stats import bootstrap, significance
+
+# rliable's intervals are drawn with fewer repetitions (it loops in Python: ~0.4 ms each): endpoints are
+# compared within a share of the interval's width, several times the Monte-Carlo error measured here
+RLIABLE_REPS = 5_000
+WITHIN = 0.05
+
+
+@pytest.fixture(scope="module")
+def scores() -> tuple[np.ndarray, np.ndarray]:
+    """Two algorithms x 10 runs x 3 tasks of very different scales, B a little better than A."""
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(10, 3)) * [1, 5, 20] + [0, 10, 100]
+    return a, a + rng.normal(0.5, 1, size=(10, 3))
+
+
+def _close(
+    mine: tuple[float, float | None, float | None], point: float, low: float, high: float, within: float
+) -> None:
+    assert mine[0] == pytest.approx(point, rel=1e-12, abs=1e-12)
+    assert abs(mine[1] - low) <= within * (high - low), (mine, low, high)
+    assert abs(mine[2] - high) <= within * (high - low), (mine, low, high)
+
+
+def test_aggregates_and_intervals_match_rliable(scores):
+    library = pytest.importorskip("rliable.library")
+    metrics = pytest.importorskip("rliable.metrics")
+    a, _ = scores
+    tasks = [a[:, t] for t in range(a.shape[1])]
+    aggregates = {
+        "iqm": bootstrap.iqm_of_runs,
+        "mean": bootstrap.mean,
+        "median": bootstrap.median,
+        "optimality_gap": bootstrap.optimality_gap,
+    }
+    mine = bootstrap.interval_estimates([t / 100 for t in tasks], aggregates, seed=0)
+    np.random.seed(0)  # rliable draws from numpy's global generator
+    points, intervals = library.get_interval_estimates(
+        {"a": a / 100},
+        lambda s: np.array(
+            [
+                metrics.aggregate_iqm(s),
+                metrics.aggregate_mean(s),
+                metrics.aggregate_median(s),
+                metrics.aggregate_optimality_gap(s),
+            ]
+        ),
+        reps=RLIABLE_REPS,
+    )
+    for i, name in enumerate(aggregates):
+        _close(mine[name], points["a"][i], intervals["a"][0, i], intervals["a"][1, i], WITHIN)
+
+
+def test_probability_of_improvement_matches_rliable(scores):
+    library = pytest.importorskip("rliable.library")
+    metrics = pytest.importorskip("rliable.metrics")
+    a, b = scores
+    mine = bootstrap.probability_of_improvement([a[:, t] for t in range(3)], [b[:, t] for t in range(3)], seed=0)
+    np.random.seed(0)
+    points, intervals = library.get_interval_estimates({"a,b": (a, b)}, metrics.probability_of_improvement, reps=1_000)
+    _close(
+        mine, points["a,b"], intervals["a,b"][0, 0], intervals["a,b"][1, 0], 2 * WITHIN
+    )  # 1,000 reps: twice the room
+
+
+def test_one_env_median_and_iqm_intervals_match_scipys_bootstrap(scores):
+    x = scores[0][:, 1]
+    mine = bootstrap.interval_estimates([x], bootstrap.AGGREGATES, seed=0)
+    for name, statistic in (("median", np.median), ("iqm", lambda v, axis: stats.trim_mean(v, 0.25, axis=axis))):
+        ci = stats.bootstrap(
+            (x,), statistic, n_resamples=50_000, method="percentile", rng=np.random.default_rng(1)
+        ).confidence_interval
+        _close(mine[name], float(statistic(x, axis=-1)), ci.low, ci.high, WITHIN)
+    assert mine["std"][0] == pytest.approx(x.std(ddof=1))
+
+
+def test_one_run_has_no_interval():
+    found = bootstrap.interval_estimates([np.array([3.0])], bootstrap.AGGREGATES)
+    assert found["mean"] == (3.0, None, None) and found["iqm"] == (3.0, None, None)
+    assert np.isnan(found["std"][0]) and found["std"][1:] == (None, None)
+
+
+def test_ties_give_one_half():
+    same = np.array([500.0, 500.0, 500.0])
+    assert bootstrap.probability_of_improvement([same], [same], reps=100) == (0.5, 0.5, 0.5)
+
+
+def test_welch_and_mann_whitney_are_scipys(scores):
+    a, b = scores[0][:, 0], scores[1][:, 0]
+    assert significance.welch_p(a, b) == stats.ttest_ind(a, b, equal_var=False).pvalue
+    assert significance.mann_whitney_p(a, b) == stats.mannwhitneyu(a, b, alternative="two-sided").pvalue
+    assert significance.welch_p(np.ones(3), np.ones(3)) is None  # no spread: undefined, not 0 or 1
+
+
+def test_holm_matches_statsmodels():
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    p = [0.01, 0.04, 0.03, 0.005, 0.2, 0.8]
+    expected = multitest.multipletests(p, method="holm")[1]
+    assert significance.holm(p) == pytest.approx(list(expected))
+    assert significance.holm([0.01, None, 0.04]) == pytest.approx([0.02, None, 0.04])  # None: not counted
+
+
+def test_hedges_g_by_hand():
+    x, y = np.array([1.0, 2.0, 3.0, 4.0]), np.array([2.0, 3.0, 4.0, 5.0, 6.0])
+    pooled = np.sqrt((3 * x.var(ddof=1) + 4 * y.var(ddof=1)) / 7)
+    assert significance.hedges_g(x, y) == pytest.approx((x.mean() - y.mean()) / pooled * (1 - 3 / (4 * 9 - 9)))
+
+
+def test_seeds_for_power_matches_statsmodels_at_equal_spread():
+    """At equal sample variances Welch's degrees of freedom at equal n are Student's (2n - 2), so the
+    answer must be statsmodels' t-test power solved for n, rounded up."""
+    power = pytest.importorskip("statsmodels.stats.power")
+    x = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    for shift in (1.0, 2.5, 6.0):
+        y = x + shift
+        d = shift / x.std(ddof=1)
+        n = power.TTestIndPower().solve_power(effect_size=d, power=0.8, alpha=0.05, alternative="two-sided")
+        assert significance.seeds_for_power(x, y) == int(np.ceil(n))
+    assert significance.seeds_for_power(x, x) is None  # no difference: no number of seeds shows it
