@@ -105,6 +105,8 @@ def test_report_numbers_are_numpys_and_scipys(multirun, tmp_path):
     assert float(comparison["mann_whitney_p_holm"]) == pytest.approx(mw)  # one comparison: Holm changes nothing
     if np.ptp(x) or np.ptp(y):
         assert float(comparison["welch_p"]) == pytest.approx(stats.ttest_ind(x, y, equal_var=False).pvalue)
+    else:  # every run of both scored the same (CartPole's 500s): the t statistic is undefined, not p = 0 or 1
+        assert comparison["welch_p"] == ""
     u = stats.mannwhitneyu(x, y, alternative="greater").statistic
     assert float(comparison["probability_of_improvement"]) == pytest.approx(u / 9)
     report = json.loads((out / "report.json").read_text())
@@ -176,8 +178,8 @@ def test_metrics_targets_and_group_by(multirun, tmp_path):
         t, r = data["timesteps"], data["results"].mean(axis=1)
     (run0,) = [r_ for r_ in report["runs"] if Path(r_["run_dir"]).name == "0"]
     curve = report["curves"]["CartPole-v1"]
-    if not curve["interpolated"]:  # every run evaluated at the same steps: its own curve is the grid's
-        assert run0["score"] == pytest.approx(np.trapezoid(r, t) / (t[-1] - t[0]))
+    assert not curve["interpolated"]  # every run evaluated at the same steps: its own curve is the grid's
+    assert run0["score"] == pytest.approx(np.trapezoid(r, t) / (t[-1] - t[0]))
     for row in report["groups"]:
         random = report["normalization"]["CartPole-v1"]["random"]
         assert row["normalized_iqm"]["value"] == pytest.approx((row["iqm"]["value"] - random) / (500 - random))
@@ -341,3 +343,22 @@ def test_odd_runs_are_left_out_and_disjoint_envs_do_not_aggregate(tmp_path, caps
         run_verb(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "elsewhere")])
     assert done.value.code == 1 and "holds files but no report.json" in capsys.readouterr().err
     assert (tmp_path / "elsewhere" / "notes.txt").read_text() == "mine"
+
+
+def test_out_never_replaces_the_working_dir_or_an_input(multirun, tmp_path, capsys):
+    from rlexp.commands import run_verb
+
+    sweep, _ = multirun
+    for out in (".", str(sweep), str(sweep.parent)):
+        with pytest.raises(SystemExit) as done:
+            run_verb(["report", str(sweep), "--out", out])
+        assert done.value.code == 1
+        (line,) = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert "a report replaces its dir whole: choose a new dir" in line, line
+    assert sorted(p.name for p in sweep.iterdir() if p.name.isdigit()) == [str(k) for k in range(6)]
+
+
+def test_a_multirun_whose_jobs_all_fail_says_only_why(tmp_path):
+    result = rlexp_cli(["-m", *FAST, "seed=-1,-2", "hydra.sweep.dir=sweep"], cwd=tmp_path)
+    assert result.returncode == 1 and "Seed must be greater or equal to zero" in result.stderr
+    assert "report" not in result.stdout + result.stderr and not (tmp_path / "sweep" / "report").exists()

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rliable import library, metrics  # (the test extra's: a missing one must fail here, not skip)
 from scipy import stats
+from statsmodels.stats import multitest, power
 
 from rlexp.stats import bootstrap, significance
 
@@ -33,8 +35,6 @@ def _close(
 
 
 def test_aggregates_and_intervals_match_rliable(scores):
-    library = pytest.importorskip("rliable.library")
-    metrics = pytest.importorskip("rliable.metrics")
     a, _ = scores
     tasks = [a[:, t] for t in range(a.shape[1])]
     aggregates = {
@@ -62,8 +62,6 @@ def test_aggregates_and_intervals_match_rliable(scores):
 
 
 def test_probability_of_improvement_matches_rliable(scores):
-    library = pytest.importorskip("rliable.library")
-    metrics = pytest.importorskip("rliable.metrics")
     a, b = scores
     mine = bootstrap.probability_of_improvement([a[:, t] for t in range(3)], [b[:, t] for t in range(3)], seed=0)
     np.random.seed(0)
@@ -90,6 +88,24 @@ def test_one_run_has_no_interval():
     assert np.isnan(found["std"][0]) and found["std"][1:] == (None, None)
 
 
+def test_one_run_against_others_has_no_interval():
+    assert bootstrap.probability_of_improvement([np.array([1.0, 2.0, 3.0])], [np.array([2.5])]) == (
+        pytest.approx(1 / 3),
+        None,
+        None,
+    )
+
+
+def test_performance_profile_runs_from_every_run_to_none(scores):
+    """The taus of a report start below the lowest score: the lowest run counts, and tied runs too."""
+    x = scores[0][:, 0]
+    taus = np.array([x.min() - 1, x.min(), x.max()])
+    point, low, high = bootstrap.performance_profile([x], taus, reps=200)
+    assert point.tolist() == [1.0, 0.9, 0.0] and low[0] == high[0] == 1.0
+    tied = bootstrap.performance_profile([np.full(5, 500.0)], np.array([499.0, 500.0]), reps=50)[0]
+    assert tied.tolist() == [1.0, 0.0]
+
+
 def test_ties_give_one_half():
     same = np.array([500.0, 500.0, 500.0])
     assert bootstrap.probability_of_improvement([same], [same], reps=100) == (0.5, 0.5, 0.5)
@@ -103,7 +119,6 @@ def test_welch_and_mann_whitney_are_scipys(scores):
 
 
 def test_holm_matches_statsmodels():
-    multitest = pytest.importorskip("statsmodels.stats.multitest")
     p = [0.01, 0.04, 0.03, 0.005, 0.2, 0.8]
     expected = multitest.multipletests(p, method="holm")[1]
     assert significance.holm(p) == pytest.approx(list(expected))
@@ -119,7 +134,6 @@ def test_hedges_g_by_hand():
 def test_seeds_for_power_matches_statsmodels_at_equal_spread():
     """At equal sample variances Welch's degrees of freedom at equal n are Student's (2n - 2), so the
     answer must be statsmodels' t-test power solved for n, rounded up."""
-    power = pytest.importorskip("statsmodels.stats.power")
     x = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     for shift in (1.0, 2.5, 6.0):
         y = x + shift

@@ -216,16 +216,20 @@ def _as_check(args: list[str]) -> Path:
 
 
 def _app() -> None:
-    """The Hydra app; a multirun that a failed job ended still reports on the seeds that completed."""
+    """The Hydra app; a multirun that a failed job ended still reports on the seeds that completed (not
+    one stopped on purpose, resumed and reported later, nor one whose SLURM job died while its siblings
+    may still be running)."""
     try:
         app()
-    except (Interrupted, KeyboardInterrupt):  # stopped on purpose: resumed later, reported then
-        raise
-    except BaseException:
+    except (Exception, Refused) as err:
         multirun_end = sys.modules.get("rlexp.report.multirun_end")  # (loaded by Hydra's callbacks, if at all)
-        if multirun_end is not None:
+        if multirun_end is not None and type(err).__name__ != "UncompletedJobError":
             multirun_end.report_after_failure()
         raise
+    finally:
+        multirun_end = sys.modules.get("rlexp.report.multirun_end")
+        if multirun_end is not None:
+            multirun_end.forget()
 
 
 def _main() -> None:

@@ -47,6 +47,7 @@ def _whole_number(least: int, why: str = "") -> Callable[[str], int]:
 
 
 seed_int = _whole_number(0, " (Gymnasium takes no negative seed)")
+nonnegative_int = _whole_number(0)
 positive_int = _whole_number(1)
 
 

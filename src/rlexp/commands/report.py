@@ -20,7 +20,7 @@ import argparse
 import math
 from pathlib import Path
 
-from rlexp.commands import positive_int, seed_int
+from rlexp.commands import nonnegative_int, positive_int
 from rlexp.errors import ConfigError
 
 FORMATS = ("png", "pdf", "svg")
@@ -66,16 +66,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, help="the report's dir (default: report/ in the one PATH, else in the dir holding them)"
     )
     parser.add_argument("--target", help="the score that counts as solved: SCORE, or ENV_ID=SCORE,... per env")
-    parser.add_argument("--baseline", help="compare each group with this one only (default: every pair)")
+    parser.add_argument(
+        "--baseline", help="compare each group with this one (default: every pair; over 12 groups, each with the best)"
+    )
     parser.add_argument("--reps", type=positive_int, default=50_000, help="bootstrap repetitions (50000, rliable's)")
     parser.add_argument("--ci", type=_confidence, default=0.95, help="confidence level of the intervals (0.95)")
-    parser.add_argument("--seed", type=seed_int, default=0, help="the bootstrap's RNG seed (0)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="the bootstrap's RNG seed (0)")
     parser.add_argument("--format", choices=FORMATS, default="png", help="figures' format (png; report.md embeds PNGs)")
 
 
 def main(args: argparse.Namespace) -> int:
     from rlexp.report.compute import Settings
-    from rlexp.report.make import aggregate_lines, collect, default_out, write_report
+    from rlexp.report.make import aggregate_lines, check_out, collect, default_out, write_report
     from rlexp.report.metrics import parse_metric
 
     settings = Settings(
@@ -89,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     group_by = [k.strip() for k in args.group_by.split(",") if k.strip()] if args.group_by is not None else None
     if group_by == []:
         raise ConfigError("--group-by: give config keys, e.g. --group-by algo,algo.learning_rate")
-    out = args.out or default_out(args.paths)
+    out = check_out(args.out or default_out(args.paths), args.paths)  # (before the work, not after)
     runs, grids = collect(args.paths, settings.metric, group_by)
     report = write_report(runs, grids, out, settings, args.paths, (args.format,))
     counts = report["counts"]

@@ -40,7 +40,7 @@ class Settings:
 
     def record(self) -> dict[str, Any]:
         return {
-            "metric": self.metric.name if self.metric.step is None else f"at:{self.metric.step:g}",
+            "metric": self.metric.text(),
             "metric_means": self.metric.describe(),
             "bootstrap": "stratified over runs within each env (rliable's), percentile intervals",
             "method": bootstrap.METHOD,
@@ -155,6 +155,14 @@ def _aggregate_rows(c: _Cells) -> list[dict[str, Any]]:
     return rows
 
 
+def _seeds_for_power(x: np.ndarray, y: np.ndarray) -> int | str | None:
+    """None where it is undefined (a group of one run, or no difference); "> 10000" where out of reach."""
+    n = significance.seeds_for_power(x, y)
+    if n is None and x.size > 1 and y.size > 1 and x.mean() != y.mean():
+        return f"> {significance.MAX_SEEDS}"
+    return n
+
+
 def _best(c: _Cells) -> str:
     """The group of the best IQM rank averaged over the envs it ran on (ranks: the envs' scales differ)."""
     ranks: dict[str, list[int]] = {g: [] for g in c.groups}
@@ -193,7 +201,7 @@ def _comparisons(c: _Cells) -> list[dict[str, Any]]:
                     "welch_p": significance.welch_p(x, y),
                     "mann_whitney_p": significance.mann_whitney_p(x, y),
                     "hedges_g": significance.hedges_g(x, y),
-                    "seeds_for_power": significance.seeds_for_power(x, y),
+                    "seeds_for_power": _seeds_for_power(x, y),
                 }
             )
         if len(shared) > 1:  # rank-based: no normalization needed to average over envs
@@ -252,7 +260,10 @@ def _profiles(c: _Cells) -> dict[str, Any]:
         if not by_group:  # (no group ran on every env: no profile over all of them)
             continue
         every = np.concatenate([x for tasks in by_group.values() for x in tasks])
-        taus = np.linspace(every.min(), every.max(), PROFILE_POINTS)
+        span = float(every.max() - every.min())
+        margin = 0.05 * span if span > 0 else max(1.0, 0.05 * abs(float(every.min())))
+        # from below the lowest score: a profile starts at 1 (every run above) and ends at 0
+        taus = np.linspace(every.min() - margin, every.max() + margin, PROFILE_POINTS)
         entry: dict[str, Any] = {"taus": taus.tolist(), "groups": {}}
         for group, tasks in by_group.items():
             point, low, high = bootstrap.performance_profile(tasks, taus, c.s.band_reps, c.s.confidence, c.s.seed)

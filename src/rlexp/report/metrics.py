@@ -25,6 +25,12 @@ class Metric:
     name: str  # final, best, curve, auc or at
     step: float | None = None
 
+    def text(self) -> str:
+        """As given on the command line, exactly: at:1234567, not at:1.23457e+06."""
+        if self.step is None:
+            return self.name
+        return f"at:{self.step:.0f}" if self.step.is_integer() else f"at:{self.step!r}"
+
     def describe(self) -> str:
         if self.name == "at":
             return METRICS["at:STEP"].replace("STEP", f"step {self.step:,.0f}")

@@ -19,6 +19,8 @@ _pending: Path | None = None  # the sweep dir of the multirun under way in this 
 
 
 def _report(sweep_dir: Path, why: str = "") -> None:
+    if not sweep_dir.is_dir() or not any(sweep_dir.glob("*/summary.json")):
+        return  # (every job refused before it wrote a run: the error says it all)
     try:
         from rlexp.report.compute import Settings
         from rlexp.report.make import aggregate_lines, collect, write_report
@@ -44,12 +46,22 @@ def _report(sweep_dir: Path, why: str = "") -> None:
     )
 
 
+def forget() -> None:
+    """No multirun under way any more (rlexp.cli, whatever ended the app)."""
+    global _pending
+    _pending = None
+
+
 def report_after_failure() -> None:
-    """The report of a multirun that a failed job ended (called by rlexp.cli on the way out)."""
+    """The report of a multirun that a failed job ended (called by rlexp.cli on the way out). Never
+    raises, not even on Ctrl-C: the job's error is what the user must see."""
     global _pending
     if _pending is not None:
         sweep_dir, _pending = _pending, None
-        _report(sweep_dir, "; the multirun stopped at a failed job")
+        try:
+            _report(sweep_dir, "; the multirun stopped at a failed job")
+        except BaseException as err:  # (KeyboardInterrupt while drawing)
+            log.warning("no report of %s: %s", sweep_dir, type(err).__name__)
 
 
 class SeedReport(Callback):

@@ -116,6 +116,8 @@ def _status_problem(summary: dict[str, Any], run_dir: Path) -> str | None:
         return "its process died before it finished" if abandoned(summary, run_dir) else "still running"
     if status == "interrupted":
         return "interrupted (resumable: run its command.txt again to finish it)"
+    if status is None:
+        return "no status in summary.json"
     error = f": {_one_line(str(summary['error']))}" if summary.get("error") else ""
     return f"{status}{error}"
 

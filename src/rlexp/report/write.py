@@ -26,7 +26,8 @@ intervals mean the seeds do not settle which group is better.
 difference at least this large if both groups were in truth the same. They are Holm-corrected for the
 number of comparisons made, so "p < 0.05" keeps its meaning however many pairs are compared.
 **P(A > B)** is the probability that a run of A scores above a run of B; 0.5 is a tie. **Seeds for 80%
-power** is how many seeds per group would detect the observed difference 8 times in 10 at p < 0.05.
+power** is how many seeds per group would detect the observed difference 8 times in 10 at p < 0.05 (one
+comparison, uncorrected), if the spreads are as observed.
 """
 
 

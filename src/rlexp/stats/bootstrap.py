@@ -104,12 +104,13 @@ def probability_of_improvement(
     reps: int = REPS,
     confidence: float = CONFIDENCE,
     seed: int = 0,
-) -> tuple[float, float, float]:
+) -> tuple[float, float | None, float | None]:
     """P(a run of X scores above a run of Y on a task), averaged over tasks (the Mann-Whitney U statistic
-    over n x m), with its interval: X's and Y's runs resampled independently, each within its task."""
+    over n x m), with its interval: X's and Y's runs resampled independently, each within its task. No
+    interval when a task has a single run of X or of Y."""
     point = float(np.mean([_improvement(x, y) for x, y in zip(x_tasks, y_tasks, strict=True)]))
-    if all(x.size == 1 and y.size == 1 for x, y in zip(x_tasks, y_tasks, strict=True)):
-        return point, point, point  # one run each: every resample is the same
+    if any(x.size < 2 or y.size < 2 for x, y in zip(x_tasks, y_tasks, strict=True)):
+        return point, None, None  # a single run's own luck cannot be resampled: no interval, as elsewhere
     rng = np.random.default_rng(seed)
     total = np.zeros(reps)
     for x, y in zip(x_tasks, y_tasks, strict=True):
