@@ -352,9 +352,9 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
     if s.baseline is not None and s.baseline not in groups:
         from rlexp.schema import did_you_mean
 
-        raise ConfigError(
-            f"--baseline {s.baseline!r}: no such group{did_you_mean(s.baseline, groups)}; groups: " + "; ".join(groups)
-        )
+        holding = [g for g in groups if s.baseline in g]  # --baseline ppo for the group algo=ppo
+        hint = f" (did you mean {holding[0]}?)" if len(holding) == 1 else did_you_mean(s.baseline, groups)
+        raise ConfigError(f"--baseline {s.baseline!r}: no such group{hint}; groups: " + "; ".join(groups))
     randoms = _randoms(used, envs)
     cells: dict[tuple[str, str], list[Run]] = {}
     for run in used:
