@@ -7,6 +7,7 @@ not change when another group is added to the report."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import combinations
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from rlexp.errors import ConfigError
 from rlexp.report.metrics import Grid, Metric, on_grid
-from rlexp.report.runs import Run, differing_keys, flatten
+from rlexp.report.runs import Run, differing_keys
 from rlexp.stats import bootstrap, significance
 
 BAND_REPS = 2_000  # resamples for the bands of the figures: a band to see, not a number to report
@@ -90,6 +91,16 @@ class _Cells:
     def on_every_env(self, group: str) -> bool:
         return all(self.has(group, env) for env in self.envs)
 
+    @cached_property
+    def best(self) -> str:
+        """The group of the best IQM rank averaged over the envs it ran on (ranks: the envs' scales differ)."""
+        ranks: dict[str, list[int]] = {g: [] for g in self.groups}
+        for env in self.envs:
+            present = [g for g in self.groups if self.has(g, env)]
+            for rank, g in enumerate(sorted(present, key=lambda g: -float(bootstrap.iqm(self.scores(g, env))))):
+                ranks[g].append(rank)
+        return min(self.groups, key=lambda g: np.mean(ranks[g]) if ranks[g] else np.inf)
+
 
 def _randoms(runs: list[Run], envs: list[str]) -> dict[str, float | None]:
     """Each env's random-policy return (summary.json random_baseline, averaged over the runs)."""
@@ -163,20 +174,10 @@ def _seeds_for_power(x: np.ndarray, y: np.ndarray) -> int | str | None:
     return n
 
 
-def _best(c: _Cells) -> str:
-    """The group of the best IQM rank averaged over the envs it ran on (ranks: the envs' scales differ)."""
-    ranks: dict[str, list[int]] = {g: [] for g in c.groups}
-    for env in c.envs:
-        present = [g for g in c.groups if c.has(g, env)]
-        for rank, g in enumerate(sorted(present, key=lambda g: -float(bootstrap.iqm(c.scores(g, env))))):
-            ranks[g].append(rank)
-    return min(c.groups, key=lambda g: np.mean(ranks[g]) if ranks[g] else np.inf)
-
-
 def _pairs(c: _Cells) -> list[tuple[str, str]]:
     baseline = c.s.baseline
     if baseline is None and len(c.groups) > MAX_ALL_PAIRS:
-        baseline = _best(c)
+        baseline = c.best
     if baseline is None:
         return list(combinations(c.groups, 2))
     return [(g, baseline) for g in c.groups if g != baseline]
@@ -307,7 +308,7 @@ def _notes(c: _Cells, randoms: dict[str, float | None]) -> list[str]:
             )
     if c.s.baseline is None and len(c.groups) > MAX_ALL_PAIRS:
         notes.append(
-            f"{len(c.groups)} groups: each is compared with the best ({_best(c)}, by IQM rank averaged over envs), "
+            f"{len(c.groups)} groups: each is compared with the best ({c.best}, by IQM rank averaged over envs), "
             "not every pair with every other (--baseline to choose)"
         )
     if c.s.targets and len(c.envs) > 1 and not all(env in c.norm for env in c.envs):
@@ -383,7 +384,7 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
 
 
 def _run_row(run: Run, keys: list[str]) -> dict[str, Any]:
-    flat = flatten(run.config)
+    flat = run.flat
     final, best = run.summary.get("final_eval"), run.summary.get("best_eval")
     return {
         "run_dir": str(run.dir),

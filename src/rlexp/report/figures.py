@@ -22,9 +22,7 @@ def _colors(groups: list[str]) -> dict[str, str]:
 
 
 def _save(fig: Any, path: Path) -> Path:
-    partial = path.with_name(f".{path.name}.partial")
-    fig.savefig(partial, format=path.suffix.lstrip("."), dpi=110)
-    partial.replace(path)
+    fig.savefig(path, format=path.suffix.lstrip("."), dpi=110)  # (into the staging dir: swapped in whole)
     return path
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,11 @@ class Run:
     score: float | None = None
     eval_steps: np.ndarray = field(default_factory=lambda: np.empty(0))
     eval_means: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    @cached_property
+    def flat(self) -> dict[str, Any]:
+        """The config as dotted keys, flattened once for grouping, the differing keys and runs.csv."""
+        return flatten(self.config)
 
     @property
     def env(self) -> str:
@@ -159,7 +165,7 @@ def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
     and by the config keys that differ between runs of one env and algorithm. Values that only differ
     between envs (tuned hyperparameters) do not split a group: the env is a task of its own."""
     used = [r for r in runs if r.left_out is None]
-    flats = [flatten(r.config) for r in used]
+    flats = [r.flat for r in used]
     if keys is not None:
         known = set().union(*(f.keys() for f in flats)) | {"algo"}
         for key in keys:
@@ -191,6 +197,6 @@ def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
 
 def differing_keys(runs: list[Run]) -> list[str]:
     """The config keys (but the seed and NOT_GROUPED) whose values are not the same in every run."""
-    flats = [flatten(r.config) for r in runs]
+    flats = [r.flat for r in runs]
     every = set().union(*(f.keys() for f in flats)) if flats else set()
     return sorted(k for k in every if _grouped(k) and len({repr(f.get(k, "-")) for f in flats}) > 1)

@@ -1,5 +1,5 @@
 """The report's files, all from report.json's numbers: report.md, groups.csv, runs.csv, comparisons.csv,
-table.tex (booktabs) and report.json itself. Each is written atomically (a reader never sees half)."""
+table.tex (booktabs) and report.json itself, into the staging dir that rlexp.report.make swaps in whole."""
 
 from __future__ import annotations
 
@@ -54,17 +54,16 @@ def _estimate(e: dict[str, Any] | None) -> str:
     return f"{_num(e['value'])} [{_num(e['low'])}, {_num(e['high'])}]"
 
 
+def _row(r: dict[str, Any], keys: list[str]) -> list[str]:
+    """A group's row: its name, its number of runs, then each statistic with its interval."""
+    return [r["group"], str(r["n"]), *(_estimate(r.get(k)) for k in keys)]
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
-
-
-def _atomic(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
-    partial.replace(path)
 
 
 def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: list[str]) -> str:
@@ -103,19 +102,10 @@ def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: lis
         header = ["group", "seeds", "IQM", "mean", "median", "std"]
         if env in report["normalization"]:
             header += ["normalized IQM", "optimality gap"]
-        table = []
-        for r in rows:
-            cells = [
-                r["group"],
-                str(r["n"]),
-                _estimate(r["iqm"]),
-                _estimate(r["mean"]),
-                _estimate(r["median"]),
-                _estimate(r["std"]),
-            ]
-            if env in report["normalization"]:
-                cells += [_estimate(r.get("normalized_iqm")), _estimate(r.get("optimality_gap"))]
-            table.append(cells)
+        keys = ["iqm", "mean", "median", "std"] + (
+            ["normalized_iqm", "optimality_gap"] if env in report["normalization"] else []
+        )
+        table = [_row(r, keys) for r in rows]
         lines += ["", f"## {env}", "", _table(header, table)]
     if report["aggregate"]:
         lines += [
@@ -125,14 +115,7 @@ def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: lis
             _table(
                 ["group", "runs", "IQM", "mean", "median", "optimality gap"],
                 [
-                    [
-                        r["group"],
-                        str(r["n"]),
-                        _estimate(r["normalized_iqm"]),
-                        _estimate(r["normalized_mean"]),
-                        _estimate(r["normalized_median"]),
-                        _estimate(r["optimality_gap"]),
-                    ]
+                    _row(r, ["normalized_iqm", "normalized_mean", "normalized_median", "optimality_gap"])
                     for r in report["aggregate"]
                 ],
             ),
@@ -296,9 +279,9 @@ def _finite(value: Any) -> Any:
 
 
 def write_all(report: dict[str, Any], out: Path, figures: dict[str, list[Path]], inputs: list[str]) -> None:
-    _atomic(out / "report.json", json.dumps(_finite(report), indent=1, default=str, allow_nan=False) + "\n")
-    _atomic(out / "groups.csv", groups_csv(report))
-    _atomic(out / "runs.csv", runs_csv(report))
-    _atomic(out / "comparisons.csv", comparisons_csv(report))
-    _atomic(out / "table.tex", table_tex(report))
-    _atomic(out / "report.md", markdown(report, figures, inputs))
+    (out / "report.json").write_text(json.dumps(_finite(report), indent=1, default=str, allow_nan=False) + "\n")
+    (out / "groups.csv").write_text(groups_csv(report))
+    (out / "runs.csv").write_text(runs_csv(report))
+    (out / "comparisons.csv").write_text(comparisons_csv(report))
+    (out / "table.tex").write_text(table_tex(report))
+    (out / "report.md").write_text(markdown(report, figures, inputs))
