@@ -39,6 +39,7 @@ def benchmark(session: nox.Session) -> None:
     session.run("python", "benchmarks/throughput.py", *session.posargs)
     session.run("python", "benchmarks/diagnostics_cost.py")
     session.run("python", "benchmarks/report_speed.py")
+    session.run("python", "benchmarks/export_latency.py")
 
 
 @nox.session(name="benchmark-search")

@@ -132,3 +132,20 @@ def test_the_report_commands_run_as_shown(tmp_path):
     report = tmp_path / "multirun" / "ppo_vs_a2c" / "report"
     assert "| algo=ppo | 5 |" in (report / "report.md").read_text()
     assert "normalized IQM" in (report / "report.md").read_text()  # the second command's --target
+
+
+@pytest.mark.slow  # two short trainings and two exports: in CI's slow run
+def test_the_export_commands_run_as_shown(tmp_path):
+    lines = _command_lines("Shipping a policy: `rlexp export`")
+    assert [line.split()[1] for line in lines] == ["export", "export"]
+    sac = ["algo=sac", "env=pendulum", "env.normalize=true", "algo.learning_starts=100"]
+    for overrides in (["algo=ppo", "env=cartpole", "algo.n_steps=32"], sac):
+        assert _rlexp([*FAST, *overrides], tmp_path).returncode == 0
+    runs = {name: next((tmp_path / "outputs" / name).iterdir()) for name in ("ppo-cartpole", "sac-pendulum")}
+    for line in lines:
+        for name, run in runs.items():
+            line = line.replace(f"outputs/{name}/<run>", str(run))
+        result = _rlexp(shlex.split(line)[1:], tmp_path)
+        assert result.returncode == 0, (line, result.stderr[-3000:])
+    assert (runs["ppo-cartpole"] / "export" / "policy.onnx").is_file()
+    assert (runs["sac-pendulum"] / "export_best" / "policy.int8.onnx").is_file()

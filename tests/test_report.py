@@ -355,7 +355,7 @@ def test_out_never_replaces_the_working_dir_or_an_input(multirun, tmp_path, caps
             run_verb(["report", str(sweep), "--out", out])
         assert done.value.code == 1
         (line,) = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-        assert "a report replaces its dir whole: choose a new dir" in line, line
+        assert "it is replaced whole: choose a new dir" in line, line
     assert sorted(p.name for p in sweep.iterdir() if p.name.isdigit()) == [str(k) for k in range(6)]
 
 

@@ -20,6 +20,7 @@ VERBS = {
     "video": "record an agent's episodes to mp4 or gif",
     "plot": "draw the learning curves of runs on one figure",
     "report": "compare groups of runs over seeds: IQM, bootstrap CIs, tests, curves, tables",
+    "export": "export an agent to ONNX and TorchScript, normalization inside, parity-checked",
 }
 
 

@@ -77,8 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from rlexp.report.compute import Settings
-    from rlexp.report.make import aggregate_lines, check_out, collect, default_out, write_report
+    from rlexp.report.make import aggregate_lines, collect, default_out, write_report
     from rlexp.report.metrics import parse_metric
+    from rlexp.run.saving import check_replaceable
 
     settings = Settings(
         metric=parse_metric(args.metric),
@@ -91,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
     group_by = [k.strip() for k in args.group_by.split(",") if k.strip()] if args.group_by is not None else None
     if group_by == []:
         raise ConfigError("--group-by: give config keys, e.g. --group-by algo,algo.learning_rate")
-    out = check_out(args.out or default_out(args.paths), args.paths)  # (before the work, not after)
+    out = check_replaceable(args.out or default_out(args.paths), args.paths, "report.json")  # before the work
     runs, grids = collect(args.paths, settings.metric, group_by)
     report = write_report(runs, grids, out, settings, args.paths, (args.format,))
     counts = report["counts"]

@@ -4,8 +4,6 @@ and by the end of a seed multirun (rlexp.report.multirun_end)."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ from rlexp.errors import ConfigError
 from rlexp.report.compute import Settings, compute
 from rlexp.report.metrics import Grid, Metric, common_grid, score_runs
 from rlexp.report.runs import Run, assign_groups, read_run, runs_in
+from rlexp.run.saving import check_replaceable, replaced_dir
 
 
 def find_runs(paths: list[Path]) -> list[Run]:
@@ -46,24 +45,6 @@ def collect(
     return runs, grids
 
 
-def check_out(out: Path, inputs: list[Path]) -> Path:
-    """The report's dir, absolute; refused (before any work) where replacing it whole would lose files:
-    the working directory or a dir above it or above an input, or a dir of other files."""
-    out = out.resolve()
-    for above in (Path.cwd(), *(p.resolve() for p in inputs)):
-        if out == above or out in above.parents:
-            raise ConfigError(
-                f"--out {out}: holds {above} (or is it); a report replaces its dir whole: choose a new dir"
-            )
-    if out.is_dir() and not (out / "report.json").is_file() and any(out.iterdir()):
-        raise ConfigError(
-            f"--out {out}: holds files but no report.json; a report replaces its dir whole: choose another"
-        )
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out}: is a file")
-    return out
-
-
 def write_report(
     runs: list[Run],
     grids: dict[str, Grid | None],
@@ -74,30 +55,15 @@ def write_report(
 ) -> dict[str, Any]:
     """Computes the report of collected runs and writes it into ``out``; returns its numbers (report.json).
 
-    Written whole in a new hidden sibling dir, then swapped in: never half a report, nor an earlier
-    report's stale figures; two reports made at once do not write into each other's."""
+    Written whole in a new hidden sibling dir, then swapped in (rlexp.run.saving.replaced_dir)."""
     from rlexp.report.figures import draw_all
     from rlexp.report.write import write_all
 
-    out = check_out(out, inputs)
+    out = check_replaceable(out, inputs, "report.json")
     report = compute(runs, grids, settings)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.partial-"))
-    try:
+    with replaced_dir(out) as staging:
         figures = draw_all(report, staging, list(dict.fromkeys(("png", *formats))))
         write_all(report, staging, figures, [str(p) for p in inputs])
-        old = out.with_name(f".{out.name}.old-{staging.name.rsplit('-', 1)[-1]}")
-        if out.exists():
-            out.rename(old)
-        try:
-            staging.rename(out)
-        except OSError:
-            if old.exists():
-                old.rename(out)  # the earlier report back in place
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return report
 
 

@@ -69,7 +69,7 @@ def _apply_wrappers(env: gym.Env, wrappers: list[dict[str, Any]]) -> gym.Env:
     return env
 
 
-def _env_kwargs(env_cfg: DictConfig, for_eval: bool) -> dict[str, Any]:
+def env_kwargs(env_cfg: DictConfig, for_eval: bool) -> dict[str, Any]:
     kwargs: dict[str, Any] = OmegaConf.to_container(env_cfg.kwargs, resolve=True)  # type: ignore[assignment]
     if for_eval:
         kwargs.update(OmegaConf.to_container(env_cfg.eval_kwargs, resolve=True))  # type: ignore[arg-type]
@@ -97,7 +97,7 @@ class _IgnoringStopSignals:
 def make_env_fn(env_cfg: DictConfig, for_eval: bool = False, render_mode: str | None = None) -> Callable[[], gym.Env]:
     """A picklable zero-argument constructor of one raw env (before Monitor and wrappers)."""
     spec = resolve_spec(env_cfg.id)
-    kwargs = _env_kwargs(env_cfg, for_eval)
+    kwargs = env_kwargs(env_cfg, for_eval)
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
     return functools.partial(gym.make, spec, **kwargs)
@@ -105,7 +105,7 @@ def make_env_fn(env_cfg: DictConfig, for_eval: bool = False, render_mode: str | 
 
 def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
     """One raw env; a failure names the kwarg (or the id) that caused it."""
-    kwargs = _env_kwargs(env_cfg, for_eval)
+    kwargs = env_kwargs(env_cfg, for_eval)
     try:
         return make_env_fn(env_cfg, for_eval)()
     except ConfigError:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +50,49 @@ def replace_durably(tmp: Path, dest: Path) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, dest)
     _fsync_dir(dest.parent)
+
+
+def check_replaceable(out: Path, inputs: list[Path], marker: str) -> Path:
+    """``--out``, absolute; refused (before any work) where replacing it whole (``replaced_dir``) would
+    lose files: the working directory or a dir above it or above an input, or a dir of other files (one
+    without ``marker``, the file each of its kind holds)."""
+    from rlexp.errors import ConfigError
+
+    out = out.resolve()
+    for above in (Path.cwd(), *(p.resolve() for p in inputs)):
+        if out == above or out in above.parents:
+            raise ConfigError(f"--out {out}: holds {above} (or is it); it is replaced whole: choose a new dir")
+    if out.is_dir() and not (out / marker).is_file() and any(out.iterdir()):
+        raise ConfigError(f"--out {out}: holds files but no {marker}; it is replaced whole: choose another")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: is a file")
+    above = next(p for p in out.parents if p.exists())
+    if not above.is_dir():
+        raise ConfigError(f"--out {out}: {above} is a file")
+    return out
+
+
+@contextmanager
+def replaced_dir(dest: Path) -> Iterator[Path]:
+    """A new hidden sibling of ``dest`` to write into, swapped in whole for ``dest`` when the block ends
+    without an error (and removed when it raises): never half a dir, nor an earlier one's stale files;
+    two writers at once do not write into each other's."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
+    try:
+        yield staging
+        old = dest.with_name(f".{dest.name}.old-{staging.name.rsplit('-', 1)[-1]}")
+        if dest.exists():
+            dest.rename(old)
+        try:
+            staging.rename(dest)
+        except OSError:
+            if old.exists():
+                old.rename(dest)  # the earlier dir back in place
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def atomic_write_text(dest: Path, text: str) -> None:

@@ -31,9 +31,10 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def package_versions() -> dict[str, str | None]:
+def package_versions(more: tuple[str, ...] = ()) -> dict[str, str | None]:
+    """The versions of the packages a run depends on, and of ``more``: None where one is not installed."""
     versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in PACKAGES:
+    for name in (*PACKAGES, *more):
         try:
             versions[name] = version(name)
         except PackageNotFoundError:

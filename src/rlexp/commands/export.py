@@ -1,0 +1,94 @@
+"""Export a saved agent to ONNX and TorchScript: raw env observations in, env actions out, with the run's
+VecNormalize normalization, image scaling and action unsquashing or clipping inside the graph, and a
+dynamic batch axis. Frame stacking stays outside (the input is the stacked observation).
+
+Every file is checked before the export is kept: the agent plays --check-episodes episodes of the run's
+eval env, and each file, run by onnxruntime or torch.jit.load on the recorded observations, must give
+its actions (equal for discrete ones, within 1e-5 for continuous ones). Writes ``<run>/export/`` (for
+another agent than the final one ``<run>/export_<agent>/``): policy.onnx, policy.pt, policy.json (how
+to run it) and parity.json (the check). ONNX needs the ``export`` extra: pip install 'rlexp[export]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from rlexp.commands import positive_int
+from rlexp.errors import ConfigError
+
+CHOICES = ("onnx", "torchscript", "all")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="a run dir (also a search trial's or a SLURM job's), or a model .zip in one")
+    parser.add_argument("--agent", default="final", help="final (default), best, or step_<N>: a checkpoint")
+    parser.add_argument("--format", choices=CHOICES, default="all", help="onnx, torchscript or all (default)")
+    parser.add_argument("--out", type=Path, help="the export's dir (default <run>/export), replaced whole")
+    parser.add_argument(
+        "--check-episodes", type=positive_int, default=5, help="episodes recorded for the parity check (5)"
+    )
+    parser.add_argument(
+        "--quantize",
+        choices=("int8",),
+        help="also write policy.int8.onnx (onnxruntime dynamic quantization; its parity is reported, not required)",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    formats = ["onnx", "torchscript"] if args.format == "all" else [args.format]
+    if args.quantize and "onnx" not in formats:
+        raise ConfigError(f"--quantize {args.quantize} quantizes the ONNX file: use --format onnx or all")
+    from rlexp.run.saved import open_agent
+    from rlexp.run.saving import check_replaceable
+
+    agent = open_agent(args.run, args.agent)
+    from rlexp.export.formats import FILES
+    from rlexp.export.make import POLICY_FILE, default_out, export_agent
+
+    out = check_replaceable(args.out or default_out(agent), [agent.out_dir], POLICY_FILE)
+    if "onnx" in formats:
+        _need_onnx()
+    import torch
+
+    from rlexp.cluster.launchers import job_threads
+
+    threads = job_threads(agent.cfg.torch_threads)
+    torch.set_num_threads(threads)
+    command = shlex.join(["rlexp", "export", *sys.argv[2:]])
+    done = export_agent(agent, formats, out, args.check_episodes, bool(args.quantize), command, threads)
+    parity, policy = done.parity, done.policy
+    print(
+        f"rlexp: exported the {agent.name} agent ({policy['algo_class'].rsplit('.', 1)[-1]} on {policy['env']['id']}) "
+        f"to {out}, checked on {parity['observations']:,} observations of {parity['episodes']} episodes"
+    )
+    for runtime, check in parity["checks"].items():
+        file = FILES[{"onnxruntime": "onnx", "torch.jit.load": "torchscript"}.get(runtime, "int8")]
+        if "error" in check:  # (only the reported int8 check may fail and leave the export standing)
+            print(f"  {file:<17} {runtime:<17} not written: {check['error']}")
+            continue
+        diffs = ", ".join(_difference(name, row) for name, row in check["outputs"].items())
+        verdict = ("matches" if check["passed"] else "differs") + ("" if check["required"] else " (reported only)")
+        print(f"  {file:<17} {runtime:<17} {verdict}: {diffs}")
+    print(f"  how to run it: {out / POLICY_FILE}; the check: {out / 'parity.json'}")
+    return 0
+
+
+def _need_onnx() -> None:
+    """Refused before any work when the ``export`` extra is missing."""
+    for module in ("onnxruntime", "onnx", "onnxscript"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise ConfigError(
+                f"rlexp export to ONNX needs the export extra ({module} is missing): pip install 'rlexp[export]'"
+                " (or --format torchscript)"
+            ) from None
+
+
+def _difference(name: str, row: dict[str, object]) -> str:
+    if "rows_differing" in row:
+        return f"{name} {row['agreement']:.2%} equal"
+    return f"{name} max |diff| {row['max_abs_diff']:.2g}"

@@ -1,0 +1,147 @@
+"""policy.json: what a program that runs the exported file needs to know, with no torch or SB3 to ask:
+the env and its spaces, the inputs and outputs, the constants baked in, and how to call it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from omegaconf import OmegaConf
+from stable_baselines3.common.preprocessing import is_image_space
+
+from rlexp.export.graph import Graph
+from rlexp.run.envs import EVAL_SEED_OFFSET, env_kwargs
+from rlexp.run.saved import SavedAgent
+
+FORMAT_VERSION = 1
+EXPORT_PACKAGES = ("onnx", "onnxruntime", "onnxscript")
+
+
+def _number(x: float) -> float | str:
+    return float(x) if np.isfinite(x) else str(float(x))  # "inf", "-inf": JSON has no infinity
+
+
+def _bounds(values: np.ndarray) -> float | str | list[Any]:
+    """One number where all are equal (an image's 0 and 255), else the list (of the Box's shape)."""
+    flat = np.unique(values)
+    if flat.size == 1:
+        return _number(flat[0])
+    return np.vectorize(_number, otypes=[object])(values).tolist()
+
+
+def describe_space(space: spaces.Space) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": type(space).__name__}
+    if isinstance(space, spaces.Dict):
+        out["spaces"] = {k: describe_space(s) for k, s in space.spaces.items()}
+        return out
+    out["shape"] = list(space.shape)
+    out["dtype"] = str(np.dtype(space.dtype))
+    if isinstance(space, spaces.Box):
+        out["low"], out["high"] = _bounds(space.low), _bounds(space.high)
+    elif isinstance(space, spaces.Discrete):
+        out["n"], out["start"] = int(space.n), int(space.start)
+    elif isinstance(space, spaces.MultiDiscrete):
+        out["nvec"] = space.nvec.tolist()
+    return out
+
+
+def _normalization(graph: Graph) -> dict[str, Any] | None:
+    normalize = graph.layers.normalize
+    if normalize is None or not normalize.norm_obs:
+        return None
+    stats = normalize.obs_rms
+    keys = normalize.norm_obs_keys if isinstance(stats, dict) else [None]
+    per_input = {
+        ("obs" if k is None else k): {"mean": (s := stats[k] if k else stats).mean.tolist(), "var": s.var.tolist()}  # type: ignore[index]
+        for k in keys
+    }
+    return {
+        "formula": "clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs), in float64",
+        "epsilon": float(normalize.epsilon),
+        "clip_obs": float(normalize.clip_obs),
+        "inputs": per_input,
+    }
+
+
+def _images(graph: Graph) -> dict[str, Any] | None:
+    space = graph.layers.space
+    parts = space.spaces if isinstance(space, spaces.Dict) else {"obs": space}
+    images = [k for k, s in parts.items() if is_image_space(s, check_channels=False)]
+    if not images:
+        return None
+    return {
+        "inputs": images,
+        "channels_first_inside": bool(graph.layers.transposed_keys),
+        "scaled_by_255_inside": bool(graph.module.policy.normalize_images),
+    }
+
+
+def _actions(graph: Graph) -> str:
+    module = graph.module
+    if not module.box:
+        return "the deterministic policy's discrete action (its mode: argmax), as int64"
+    if module.squash:
+        return "tanh-squashed action unsquashed to the Box bounds: low + (a + 1) / 2 * (high - low)"
+    return "the Gaussian policy's mean action clipped to the Box bounds"
+
+
+def usage(graph: Graph, files: dict[str, str]) -> str:
+    names = [t.name for t in graph.inputs]
+    if "onnx" in files:
+        feed = ", ".join(f"'{n}': {n}" for n in names)
+        text = f"onnxruntime.InferenceSession('{files['onnx']}').run(None, {{{feed}}})"
+    else:
+        text = f"torch.jit.load('{files['torchscript']}')({', '.join(names)})  (torch tensors)"
+    if graph.lstm:
+        text += (
+            "; start with state_h = state_c = zeros(num_layers, batch, hidden_size), episode_start = 1 at an "
+            "episode's first step, then feed state_h_out, state_c_out back in"
+        )
+    if graph.layers.frame_stack:
+        text += f"; stack the last {graph.layers.frame_stack} observations on the last axis yourself (zeros at reset)"
+    return text
+
+
+def policy_record(
+    agent: SavedAgent, graph: Graph, files: dict[str, str], opset: int | None, command: str
+) -> dict[str, Any]:
+    from rlexp.run.run_dir import read_summary
+    from rlexp.run.summary import package_versions
+
+    cfg = agent.cfg
+    model_space = graph.module.policy.action_space
+    summary = read_summary(agent.out_dir) or {}
+    return {
+        "format_version": FORMAT_VERSION,
+        "algo": summary.get("algo"),
+        "algo_class": cfg.algo._target_,
+        "agent": agent.name,
+        "model": str(agent.model.resolve()),
+        "files": {fmt: name for fmt, name in files.items()},
+        "env": {
+            "id": cfg.env.id,
+            "kwargs": env_kwargs(cfg.env, for_eval=True),
+            "wrappers": OmegaConf.to_container(cfg.env.wrappers, resolve=True),
+            "frame_stack": graph.layers.frame_stack,
+            "observation_space": describe_space(graph.layers.space),
+            "action_space": describe_space(model_space),
+        },
+        "inputs": [asdict(t) for t in graph.inputs],
+        "outputs": [asdict(t) for t in graph.outputs],
+        "actions": _actions(graph),
+        "normalization": _normalization(graph),
+        "images": _images(graph),
+        "recurrent": graph.lstm or None,
+        "opset": opset,
+        "evaluation": {
+            "seed": cfg.seed + EVAL_SEED_OFFSET,
+            "episodes": int(cfg.callbacks.eval.final_episodes),
+            "deterministic": agent.deterministic(False),
+            "final_eval": summary.get("final_eval") if agent.name == "final" else None,
+        },
+        "versions": package_versions(EXPORT_PACKAGES),
+        "command": command,
+        "usage": usage(graph, files),
+    }
