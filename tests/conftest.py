@@ -63,6 +63,20 @@ def train(overrides: list[str], run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "summary.json").read_text())
 
 
+def lazy_runs(tmp_path_factory: pytest.TempPathFactory, runs: dict[str, list[str]], extra: list[str]) -> Any:
+    """``run(name)``: the run dir of ``runs[name]`` (+ FAST and ``extra``), trained the first time a test asks."""
+    trained: dict[str, Path] = {}
+
+    def run(name: str) -> Path:
+        if name not in trained:
+            run_dir = tmp_path_factory.mktemp(name)
+            train([*FAST, *runs[name], *extra], run_dir)
+            trained[name] = run_dir
+        return trained[name]
+
+    return run
+
+
 def stderr_lines(result: subprocess.CompletedProcess) -> list[str]:
     """The non-blank lines a command printed on stderr (a user error is exactly one)."""
     return [line for line in result.stderr.splitlines() if line.strip()]

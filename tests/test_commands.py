@@ -11,7 +11,7 @@ from pathlib import Path
 
 import imageio.v2 as imageio
 import pytest
-from conftest import FAST, rlexp_cli, stderr_lines, train
+from conftest import lazy_runs, rlexp_cli, stderr_lines
 from PIL import Image
 
 pytestmark = pytest.mark.xdist_group("saved_runs")  # one worker trains the runs once
@@ -27,16 +27,7 @@ FINAL_EPISODES = 5
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Callable[[str], Path]:
     """The run of an algorithm, trained the first time a test asks for it."""
-    trained: dict[str, Path] = {}
-
-    def run(algo: str) -> Path:
-        if algo not in trained:
-            run_dir = tmp_path_factory.mktemp(algo)
-            train([*FAST, *RUNS[algo], "seed=3", f"callbacks.eval.final_episodes={FINAL_EPISODES}"], run_dir)
-            trained[algo] = run_dir
-        return trained[algo]
-
-    return run
+    return lazy_runs(tmp_path_factory, RUNS, ["seed=3", f"callbacks.eval.final_episodes={FINAL_EPISODES}"])
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

@@ -18,7 +18,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from conftest import FAST, rlexp_cli, stderr_lines, train
+from conftest import lazy_runs, rlexp_cli, stderr_lines
 from hydra.utils import get_class
 from omegaconf import OmegaConf
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
@@ -43,16 +43,7 @@ README = (Path(__file__).parents[1] / "README.md").read_text()
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Callable[[str], Path]:
-    trained: dict[str, Path] = {}
-
-    def run(name: str) -> Path:
-        if name not in trained:
-            run_dir = tmp_path_factory.mktemp(name)
-            train([*FAST, *RUNS[name], "seed=5", "callbacks.eval.final_episodes=3"], run_dir)
-            trained[name] = run_dir
-        return trained[name]
-
-    return run
+    return lazy_runs(tmp_path_factory, RUNS, ["seed=5", "callbacks.eval.final_episodes=3"])
 
 
 def _observations(env_id: str, n: int, stack: int = 0) -> np.ndarray:

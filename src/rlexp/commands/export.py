@@ -45,8 +45,8 @@ def main(args: argparse.Namespace) -> int:
     from rlexp.run.saving import check_replaceable
 
     agent = open_agent(args.run, args.agent)
-    from rlexp.export.formats import FILES
-    from rlexp.export.make import POLICY_FILE, default_out, export_agent
+    from rlexp.export.formats import FILES, RUNTIME_FILES
+    from rlexp.export.make import PARITY_FILE, POLICY_FILE, default_out, export_agent
 
     out = check_replaceable(args.out or default_out(agent), [agent.out_dir], POLICY_FILE)
     if "onnx" in formats:
@@ -65,14 +65,14 @@ def main(args: argparse.Namespace) -> int:
         f"to {out}, checked on {parity['observations']:,} observations of {parity['episodes']} episodes"
     )
     for runtime, check in parity["checks"].items():
-        file = FILES[{"onnxruntime": "onnx", "torch.jit.load": "torchscript"}.get(runtime, "int8")]
+        file = FILES[RUNTIME_FILES[runtime]]
         if "error" in check:  # (only the reported int8 check may fail and leave the export standing)
             print(f"  {file:<17} {runtime:<17} not written: {check['error']}")
             continue
         diffs = ", ".join(_difference(name, row) for name, row in check["outputs"].items())
         verdict = ("matches" if check["passed"] else "differs") + ("" if check["required"] else " (reported only)")
         print(f"  {file:<17} {runtime:<17} {verdict}: {diffs}")
-    print(f"  how to run it: {out / POLICY_FILE}; the check: {out / 'parity.json'}")
+    print(f"  how to run it: {out / POLICY_FILE}; the check: {out / PARITY_FILE}")
     return 0
 
 

@@ -19,6 +19,7 @@ from rlexp.export.graph import Graph, plain_distributions
 
 FORMATS = ("onnx", "torchscript")
 FILES = {"onnx": "policy.onnx", "torchscript": "policy.pt", "int8": "policy.int8.onnx"}
+RUNTIME_FILES = {"onnxruntime": "onnx", "torch.jit.load": "torchscript", "onnxruntime_int8": "int8"}  # check -> file
 
 Runner = Callable[[list[np.ndarray]], list[np.ndarray]]
 

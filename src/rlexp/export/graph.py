@@ -24,8 +24,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 
 from rlexp.errors import ConfigError
 
-ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Dict)
+FLAT_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)  # actions, observations
 STATE_INPUTS = ("state_h", "state_c", "episode_start")
 STATE_OUTPUTS = ("state_h_out", "state_c_out")
 
@@ -206,11 +205,11 @@ def _space_tensor(name: str, space: spaces.Space) -> Tensor:
 def _refuse(model: BaseAlgorithm, layers: EnvLayers) -> None:
     algo = type(model).__name__
     action_space, obs_space = model.action_space, layers.space
-    if not isinstance(action_space, ACTION_SPACES):
+    if not isinstance(action_space, FLAT_SPACES):
         raise ConfigError(f"{algo} with the action space {type(action_space).__name__} cannot be exported")
-    parts = obs_space.spaces.values() if isinstance(obs_space, spaces.Dict) else [obs_space]
-    for part in [obs_space, *parts]:
-        if not isinstance(part, OBSERVATION_SPACES) or (isinstance(part, spaces.Dict) and part is not obs_space):
+    parts = obs_space.spaces.values() if isinstance(obs_space, spaces.Dict) else [obs_space]  # (a flat Dict only)
+    for part in parts:
+        if not isinstance(part, FLAT_SPACES):
             raise ConfigError(f"the observation space {type(part).__name__} cannot be exported")
     if hasattr(model.policy, "lstm_actor") and isinstance(obs_space, spaces.Dict):
         raise ConfigError(f"{algo} with a Dict observation space cannot be exported")

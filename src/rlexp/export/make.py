@@ -4,7 +4,7 @@ the dir swapped in (a failed check leaves the earlier export as it was)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,8 @@ def default_out(agent: SavedAgent) -> Path:
 
 @dataclass
 class Exported:
-    policy: dict[str, Any]
-    parity: dict[str, Any]
-    files: dict[str, str] = field(default_factory=dict)
+    policy: dict[str, Any]  # policy.json
+    parity: dict[str, Any]  # parity.json
 
 
 def export_agent(
@@ -38,6 +37,7 @@ def export_agent(
 
     from rlexp.export.formats import (
         FILES,
+        RUNTIME_FILES,
         onnx_runner,
         quantize_int8,
         torchscript_runner,
@@ -53,8 +53,7 @@ def export_agent(
 
     cfg = agent.cfg
     with closed_at_end(build_vec_env(cfg.env, cfg.seed, None, agent.stats, for_eval=True, n_envs=1)) as venv:
-        model = load_agent(cfg, agent.model)
-        model.policy.to("cpu")  # the files run anywhere, and the graph's constants are on the CPU
+        model = load_agent(cfg, agent.model, device="cpu")  # the files run anywhere; the graph's constants too
         graph = build_graph(model, venv)
         seed = agent.episode_seed(None)
         recording = record(model, venv, graph, episodes, seed)
@@ -81,7 +80,7 @@ def export_agent(
                 checks["onnxruntime_int8"] = {"error": one_line_error(err)[:400], "required": False, "passed": False}
         for name, result in checks.items():
             if result["required"] and not result["passed"]:
-                raise ParityFailed(failure(f"{files[_FORMAT_OF[name]]} run by {name}", result))
+                raise ParityFailed(failure(f"{FILES[RUNTIME_FILES[name]]} run by {name}", result))
         parity = {
             "agent": agent.name,
             "model": str(agent.model.resolve()),
@@ -96,7 +95,4 @@ def export_agent(
         policy = policy_record(agent, graph, files, opset, command)
         (staging / POLICY_FILE).write_text(json.dumps(policy, indent=2) + "\n")
         (staging / PARITY_FILE).write_text(json.dumps(parity, indent=2) + "\n")
-    return Exported(policy, parity, files)
-
-
-_FORMAT_OF = {"onnxruntime": "onnx", "torch.jit.load": "torchscript", "onnxruntime_int8": "int8"}
+    return Exported(policy, parity)

@@ -119,7 +119,7 @@ def policy_record(
         "algo_class": cfg.algo._target_,
         "agent": agent.name,
         "model": str(agent.model.resolve()),
-        "files": {fmt: name for fmt, name in files.items()},
+        "files": dict(files),
         "env": {
             "id": cfg.env.id,
             "kwargs": env_kwargs(cfg.env, for_eval=True),

@@ -16,7 +16,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.export.formats import Runner
-from rlexp.export.graph import Graph
+from rlexp.export.graph import Graph, Tensor
 
 TOLERANCE = 1e-5
 MAX_STEPS = 20_000  # an env that never ends an episode still ends its check
@@ -33,7 +33,7 @@ class Recording:
     steps: int = 0
 
 
-def _joined(rows: list[list[np.ndarray]], graph_tensors: list[Any]) -> list[np.ndarray]:
+def _joined(rows: list[list[np.ndarray]], graph_tensors: list[Tensor]) -> list[np.ndarray]:
     return [
         np.concatenate([row[i] for row in rows], axis=t.shape.index("batch")).astype(t.dtype, copy=False)
         for i, t in enumerate(graph_tensors)
