@@ -93,6 +93,9 @@ def test_export_does_what_the_agent_does(name, runs):
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stderr.strip() == "", result.stderr[-3000:]  # the exporters' chatter is not the user's
     export = run_dir / "export"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert export.stat().st_mode & 0o777 == 0o777 & ~umask  # a plain dir, not mkdtemp's private one
     policy = json.loads((export / "policy.json").read_text())
     parity = json.loads((export / "parity.json").read_text())
     assert set(parity["checks"]) == {"onnxruntime", "torch.jit.load", "onnxruntime_int8"}

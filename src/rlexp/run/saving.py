@@ -79,6 +79,9 @@ def replaced_dir(dest: Path) -> Iterator[Path]:
     two writers at once do not write into each other's."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp's dir is private (0700); the swapped-in dir is a plain one
     try:
         yield staging
         old = dest.with_name(f".{dest.name}.old-{staging.name.rsplit('-', 1)[-1]}")
