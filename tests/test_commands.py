@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,11 +44,13 @@ def test_evaluate_reproduces_the_runs_final_evaluation(algo, runs):
     result = rlexp_cli(["evaluate", str(run_dir), "--episodes", str(FINAL_EPISODES), "--seed", "10003"], cwd=run_dir)
     assert result.returncode == 0, result.stderr[-2000:]
     final = json.loads((run_dir / "summary.json").read_text())["final_eval"]
-    record = json.loads((run_dir / "eval" / f"final_seed10003_n{FINAL_EPISODES}.json").read_text())
+    stem = f"final_seed10003_n{FINAL_EPISODES}_envs{FINAL_EPISODES}"  # envs side by side, as the run's
+    record = json.loads((run_dir / "eval" / f"{stem}.json").read_text())
     assert (record["mean"], record["std"], record["episodes"]) == (final["mean"], final["std"], final["episodes"])
+    assert record["n_envs"] == final["n_envs"] == FINAL_EPISODES
     assert record["ci95_mean"][0] <= record["mean"] <= record["ci95_mean"][1]
     assert record["ci95_iqm"][0] <= record["iqm"] <= record["ci95_iqm"][1]
-    rows = _rows(run_dir / "eval" / f"final_seed10003_n{FINAL_EPISODES}.csv")
+    rows = _rows(run_dir / "eval" / f"{stem}.csv")
     assert [int(r["episode"]) for r in rows] == list(range(FINAL_EPISODES))
     assert sum(float(r["return"]) for r in rows) / FINAL_EPISODES == pytest.approx(final["mean"])
     assert "mean " in result.stdout and "95% CI [" in result.stdout
@@ -60,9 +63,22 @@ def test_evaluate_same_seed_same_episodes(runs):
     for _ in range(2):
         result = rlexp_cli(["evaluate", str(run_dir), "--agent", "best", "--episodes", "3", "--seed", "7"], cwd=run_dir)
         assert result.returncode == 0, result.stderr[-2000:]
-        outputs.append(_rows(run_dir / "eval" / "best_seed7_n3.csv"))
+        outputs.append(_rows(run_dir / "eval" / "best_seed7_n3_envs3.csv"))
     assert outputs[0] == outputs[1]
     assert len({row["return"] for row in outputs[0]}) == 3  # three different episodes
+
+
+def test_evaluate_a_run_whose_final_evaluation_used_one_env_uses_one(runs, tmp_path):
+    """A run of an rlexp before batched evaluation (final_eval without n_envs) is played again on one env."""
+    old = tmp_path / "old_run"
+    shutil.copytree(runs("ppo"), old, ignore=shutil.ignore_patterns("eval", ".rlexp.lock"))
+    summary = json.loads((old / "summary.json").read_text())
+    del summary["final_eval"]["n_envs"]
+    (old / "summary.json").write_text(json.dumps(summary))
+    result = rlexp_cli(["evaluate", str(old), "--episodes", "4"], cwd=old)
+    assert result.returncode == 0, result.stderr[-2000:]
+    record = json.loads((old / "eval" / "final_seed10003_n4.json").read_text())
+    assert record["n_envs"] == 1
 
 
 def test_evaluate_a_checkpoint_by_its_zip_on_several_envs(runs):

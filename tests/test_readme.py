@@ -115,8 +115,8 @@ def test_the_commands_that_read_a_run_run_as_shown(tmp_path):
     assert sorted(p.name for p in (run / "eval").iterdir()) == [
         "best_seed10000_n20_envs4.csv",
         "best_seed10000_n20_envs4.json",
-        "final_seed10000_n100.csv",
-        "final_seed10000_n100.json",
+        "final_seed10000_n100_envs16.csv",
+        "final_seed10000_n100_envs16.json",
     ]
     assert len(list((run / "videos").glob("final_seed10000_return*.gif"))) == 1
 

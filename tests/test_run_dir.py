@@ -98,11 +98,12 @@ def test_plain_sb3_load_reproduces_the_recorded_score(tmp_path):
         tmp_path,
     )
     assert summary["best_eval"] is not None  # periodic evaluations did use the eval env
-    env = VecNormalize.load(str(tmp_path / "vecnormalize.pkl"), make_vec_env("Pendulum-v1", n_envs=1, seed=10_003))
+    assert summary["final_eval"]["n_envs"] == 5  # one env per episode, side by side
+    env = VecNormalize.load(str(tmp_path / "vecnormalize.pkl"), make_vec_env("Pendulum-v1", n_envs=5, seed=10_003))
     env.training, env.norm_reward = False, False
     model = PPO.load(tmp_path / "model.zip")  # load(env=env) would reseed env with the training seed
-    mean, _ = evaluate_policy(model, env, n_eval_episodes=5, deterministic=True)
-    assert mean == pytest.approx(summary["final_eval"]["mean"], rel=1e-6)
+    mean, std = evaluate_policy(model, env, n_eval_episodes=5, deterministic=True)
+    assert (mean, std) == (summary["final_eval"]["mean"], summary["final_eval"]["std"])  # exactly
 
 
 def _obs_count(run_dir) -> float:

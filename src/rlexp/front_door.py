@@ -67,6 +67,7 @@ RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
     "callbacks.eval.n_episodes": _POSITIVE,
     "callbacks.eval.n_evaluations": _POSITIVE,
     "callbacks.eval.final_episodes": _POSITIVE,
+    "callbacks.eval.n_envs": ("> 0 (null: one per episode, at most 16)", lambda v: v > 0),
     "callbacks.checkpoint.freq": (">= 0 (0: no checkpoints)", lambda v: v >= 0),
     "random_baseline.episodes": (">= 0 (0: no baseline)", lambda v: v >= 0),
     "callbacks.checkpoint.keep_last": _POSITIVE,

@@ -234,6 +234,9 @@ class EvalConfig:
     # episodes of the evaluation after training (the run's final score)
     final_episodes: int = 10
     deterministic: bool = True
+    # eval envs stepped side by side, one batched forward pass a step; null: as many as an evaluation's
+    # episodes, at most 16 (then env i plays episode i of each evaluation, its reset seeded seed + 10000 + i)
+    n_envs: Optional[int] = None
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """Score a saved agent over many episodes, with 95% bootstrap confidence intervals of the mean and IQM.
 
-The env is rebuilt as the run built its eval env (preset, kwargs, eval kwargs, wrappers, frame stack,
-the agent's VecNormalize statistics, never updated). With the defaults (one env, seed = the run's seed
-+ 10000, the run's deterministic setting) the first episodes are those of the run's final evaluation:
-``--episodes <callbacks.eval.final_episodes>`` reproduces its ``final_eval``. Writes
+The env is rebuilt as the run built its eval envs (preset, kwargs, eval kwargs, wrappers, frame stack,
+the agent's VecNormalize statistics, never updated). With the defaults (envs side by side as the run's
+evaluations counted them, seed = the run's seed + 10000, the run's deterministic setting)
+``--episodes <callbacks.eval.final_episodes>`` plays the run's final evaluation again and reproduces its
+``final_eval``. Writes
 ``<out>/eval/<agent>_seed<S>_n<N>[_envs<K>][_stochastic].csv`` (one row per episode) and ``.json``.
 """
 
@@ -24,7 +25,11 @@ if TYPE_CHECKING:  # the run modules import SB3: loaded once the arguments are g
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_agent_arguments(parser, episodes=100, verb="run")
-    parser.add_argument("--n-envs", type=positive_int, default=1, help="envs stepped side by side (default 1)")
+    parser.add_argument(
+        "--n-envs",
+        type=positive_int,
+        help="envs stepped side by side (default: as the run's evaluations, one per episode up to 16)",
+    )
 
 
 @dataclass
@@ -92,19 +97,20 @@ def main(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(job_threads(agent.cfg.torch_threads))
     seed, deterministic = agent.episode_seed(args.seed), agent.deterministic(args.stochastic)
-    episodes = run_episodes(agent, args.episodes, seed, deterministic, args.n_envs)
+    n_envs = args.n_envs or agent.eval_envs(args.episodes)
+    episodes = run_episodes(agent, args.episodes, seed, deterministic, n_envs)
     summary = summarize(episodes.returns, episodes.successes or None, seed=seed)
     summary["mean_length"] = sum(episodes.lengths) / len(episodes.lengths)
     record = {
         "agent": agent.name,
         "model": str(agent.model),
         "seed": seed,
-        "n_envs": args.n_envs,
+        "n_envs": n_envs,
         "deterministic": deterministic,
         **summary,
     }
     stem = f"{agent.name}_seed{seed}_n{args.episodes}"
-    stem += (f"_envs{args.n_envs}" if args.n_envs > 1 else "") + ("" if deterministic else "_stochastic")
+    stem += (f"_envs{n_envs}" if n_envs > 1 else "") + ("" if deterministic else "_stochastic")
     out = agent.out_dir / "eval" / stem
     atomic_write_text(out.with_suffix(".csv"), _csv(episodes))
     atomic_write_json(out.with_suffix(".json"), record)

@@ -138,6 +138,8 @@ def policy_record(
         "evaluation": {
             "seed": cfg.seed + EVAL_SEED_OFFSET,
             "episodes": int(cfg.callbacks.eval.final_episodes),
+            # envs side by side: with one per episode, episode i is the first of an env reset with seed + i
+            "n_envs": agent.eval_envs(int(cfg.callbacks.eval.final_episodes)),
             "deterministic": agent.deterministic(False),
             "final_eval": summary.get("final_eval") if agent.name == "final" else None,
         },

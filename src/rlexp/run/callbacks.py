@@ -164,10 +164,16 @@ class RunEvalCallback(EvalCallback):
         return keep_going
 
 
+def eval_freq(cfg: DictConfig) -> int:
+    """Env steps (summed over envs) between periodic evaluations; 0: none."""
+    eval_cfg = cfg.callbacks.eval
+    return cfg.n_timesteps // eval_cfg.n_evaluations if eval_cfg.n_evaluations else eval_cfg.freq
+
+
 def build_callbacks(
     cfg: DictConfig,
     run_dir: Path,
-    eval_env: VecEnv,
+    eval_env: VecEnv | None,
     stopper: BaseCallback,
     after_eval: BaseCallback | None = None,
 ) -> tuple[CallbackList, SaveBestCallback | None]:
@@ -181,8 +187,8 @@ def build_callbacks(
     callbacks: list[BaseCallback] = [FiniteTraining()] if cfg.diagnostics.finite else []
     callbacks.append(stopper)
     save_best = None
-    freq = cfg.n_timesteps // cb_cfg.eval.n_evaluations if cb_cfg.eval.n_evaluations else cb_cfg.eval.freq
-    if freq > 0:
+    freq = eval_freq(cfg)
+    if freq > 0 and eval_env is not None:
         save_best = SaveBestCallback(run_dir / BEST_DIR)
         eval_cb = RunEvalCallback(
             eval_env,

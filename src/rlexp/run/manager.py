@@ -7,7 +7,8 @@ Each step lives in its own module; this one only decides the order. The run dir 
       best/model.zip, best/vecnormalize.pkl, best.json best agent of the periodic evaluations
       checkpoints/step_<N>/                            complete agents every callbacks.checkpoint.freq
       evaluations.npz                                  periodic evaluations (RL Zoo's format)
-      monitor/train/*.monitor.csv, monitor/eval/       episode logs
+      monitor/train/*.monitor.csv, monitor/eval/,      episode logs (training, periodic and final evaluations)
+        monitor/final/
       logs/                                            progress.csv and TensorBoard events
       config.yaml, command.txt, .hydra/                the composed config as used, the command line
       summary.json                                     versions, seed, device, times, steps, scores (and the
@@ -21,6 +22,7 @@ import logging
 import shlex
 import shutil
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +37,10 @@ from rlexp.overrides import as_override
 from rlexp.plots.curves import write_run_curves
 from rlexp.run import lock
 from rlexp.run.baseline import random_baseline
-from rlexp.run.callbacks import ReportToTrial, build_callbacks
+from rlexp.run.callbacks import ReportToTrial, build_callbacks, eval_freq
 from rlexp.run.diagnostics import no_better_than_random
 from rlexp.run.envs import build_vec_env, closed_at_end
-from rlexp.run.evaluation import final_evaluation
+from rlexp.run.evaluation import eval_env_count, final_evaluation
 from rlexp.run.health import TrainingHealth, train_eval_gap
 from rlexp.run.model import build_model, load_model, trained_agent_stats
 from rlexp.run.preemption import (
@@ -177,28 +179,34 @@ def _train_and_evaluate(
     continued = resume is not None  # monitor files and logs grow instead of starting over
     monitor = run_dir / "monitor"
     # closed whatever happens: that also stops SubprocVecEnv workers, which ignore the stop signals
-    with (
-        closed_at_end(
-            build_vec_env(
-                cfg.env,
-                cfg.seed,
-                monitor / "train",
-                normalize_stats,
-                append=continued,
-                check_finite=cfg.diagnostics.finite,
+    with ExitStack() as envs:
+        train_env = envs.enter_context(
+            closed_at_end(
+                build_vec_env(
+                    cfg.env,
+                    cfg.seed,
+                    monitor / "train",
+                    normalize_stats,
+                    append=continued,
+                    check_finite=cfg.diagnostics.finite,
+                )
             )
-        ) as train_env,
-        closed_at_end(
-            build_vec_env(
-                cfg.env,
-                cfg.seed,
-                monitor / "eval",
-                for_eval=True,
-                append=continued,
-                check_finite=cfg.diagnostics.finite,
+        )
+        eval_env = None
+        if eval_freq(cfg) > 0:  # the periodic evaluations' envs (the final one builds its own)
+            eval_env = envs.enter_context(
+                closed_at_end(
+                    build_vec_env(
+                        cfg.env,
+                        cfg.seed,
+                        monitor / "eval",
+                        for_eval=True,
+                        append=continued,
+                        n_envs=eval_env_count(cfg.callbacks.eval, cfg.callbacks.eval.n_episodes),
+                        check_finite=cfg.diagnostics.finite,
+                    )
+                )
             )
-        ) as eval_env,
-    ):
         if resume is not None:
             model = load_model(cfg, str(resume.path), train_env)
             # new episodes and exploration noise, not a replay of the run's first ones
@@ -269,7 +277,9 @@ def _train_and_evaluate(
         )
         try:  # a stop signal abandons it: the trained agent resumes to it
             stopper.check_evaluation()
-            summary["final_eval"] = final_evaluation(model, train_env, eval_env, cfg, stopper.check_evaluation)
+            summary["final_eval"] = final_evaluation(
+                model, train_env, cfg, monitor / "final", continued, stopper.check_evaluation
+            )
         except StopEvaluation:
             stopper.save(int(model.num_timesteps))
             raise stopper.interrupted() from None

@@ -7,6 +7,7 @@ The run dir contract they rely on: ``config.yaml`` (the resolved config), ``mode
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,8 @@ from omegaconf import DictConfig
 
 from rlexp.errors import ConfigError
 from rlexp.run.envs import EVAL_SEED_OFFSET
-from rlexp.run.run_dir import CONFIG_FILE, read_config
+from rlexp.run.evaluation import eval_env_count
+from rlexp.run.run_dir import CONFIG_FILE, SUMMARY_FILE, read_config
 from rlexp.run.saving import MODEL_FILE, VECNORMALIZE_FILE
 
 BEST = "best"
@@ -31,10 +33,19 @@ class SavedAgent:
     stats: Path | None
     cfg: DictConfig
     out_dir: Path
+    batched_final_eval: bool = True
 
     def episode_seed(self, seed: int | None) -> int:
         """The first episode's seed: by default the run's final evaluation's (its seed + 10000)."""
         return self.cfg.seed + EVAL_SEED_OFFSET if seed is None else seed
+
+    def eval_envs(self, episodes: int) -> int:
+        """Envs side by side for ``episodes`` episodes, as the run's evaluations counted them: so that the
+        run's final episodes and seed give its ``final_eval``. A run of an rlexp that evaluated on one env
+        (its final_eval records no ``n_envs``) gets one."""
+        if not self.batched_final_eval:
+            return 1
+        return eval_env_count(self.cfg.callbacks.eval, episodes)
 
     def deterministic(self, stochastic: bool) -> bool:
         return bool(self.cfg.callbacks.eval.deterministic) and not stochastic
@@ -98,4 +109,14 @@ def _agent(name: str, model: Path, run_dir: Path) -> SavedAgent:
     cfg = read_config(run_dir, remedy="not a run dir of this rlexp?")
     if cfg.env.normalize and not stats.is_file():
         raise ConfigError(f"{model.parent}: no {VECNORMALIZE_FILE}, though the run used env.normalize=true")
-    return SavedAgent(name, model, stats if stats.is_file() else None, cfg, run_dir)
+    return SavedAgent(name, model, stats if stats.is_file() else None, cfg, run_dir, _batched_final_eval(run_dir))
+
+
+def _batched_final_eval(run_dir: Path) -> bool:
+    """Whether the run's final evaluation stepped its envs side by side (recorded as final_eval.n_envs);
+    a run that has not finished yet will."""
+    try:
+        final = json.loads((run_dir / SUMMARY_FILE).read_text()).get("final_eval")
+    except (OSError, ValueError, AttributeError):
+        return True
+    return not isinstance(final, dict) or "n_envs" in final
