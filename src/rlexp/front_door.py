@@ -175,11 +175,15 @@ def _warnings(cfg: DictConfig) -> list[str]:
 def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], here: bool = True) -> None:
     """The checks that build nothing: unknown keys, an explicit tuned file, ranges, the device (``here``:
     present on this machine, which is where the run will train)."""
+    from rlexp.run.backends import algo_target, check_sbx_device, check_sbx_schedule, is_sbx
     from rlexp.run.model import check_device
 
     reject_unknown_keys(cfg)
     _check_tuned(choices, overrides)
     _check_ranges(cfg)
+    if is_sbx(cfg):  # (what needs sbx's classes is checked where the job runs)
+        check_sbx_device(cfg)
+        check_sbx_schedule(cfg, algo_target(cfg))
     check_device(cfg.device, here)
 
 

@@ -210,6 +210,11 @@ class EnvConfig:
 
 
 # ----------------------------------------------------------------------------------- the rest
+class Backend(str, Enum):
+    sb3 = "sb3"  # Stable-Baselines3 on PyTorch
+    sbx = "sbx"  # sbx: SB3's API on JAX (a faster learner for SAC, TQC, TD3, DDPG, CrossQ)
+
+
 class NoiseKind(str, Enum):
     none = "none"
     normal = "normal"
@@ -323,6 +328,9 @@ class ExperimentConfig:
     # intra-op threads of torch in this job; null: the CPUs the job was given (SLURM's cpus_per_task,
     # its share of the cores under hydra/launcher=local_parallel), else 1 (fastest for small MLPs here)
     torch_threads: Optional[int] = None
+    # which library trains: sb3 (PyTorch) or sbx (JAX, SB3's API: sac, tqc, td3, ddpg, crossq, ppo, dqn;
+    # pip install 'rlexp[sbx]')
+    backend: Backend = Backend.sb3
     # run dir or .zip of a trained agent to continue training
     trained_agent: Optional[str] = None
     # draw RUN/curves.png (training and evaluation returns against steps) at the end of the run

@@ -45,6 +45,13 @@ def main(args: argparse.Namespace) -> int:
     from rlexp.run.saving import check_replaceable
 
     agent = open_agent(args.run, args.agent)
+    from rlexp.run.backends import is_sbx
+
+    if is_sbx(agent.cfg):
+        raise ConfigError(
+            f"{args.run}: trained with backend=sbx, whose JAX networks rlexp cannot export yet "
+            "(ONNX and TorchScript export take SB3's torch agents: train with backend=sb3)"
+        )
     from rlexp.export.formats import FILES, RUNTIME_FILES
     from rlexp.export.make import PARITY_FILE, POLICY_FILE, default_out, export_agent
 

@@ -72,9 +72,12 @@ class FiniteTraining(BaseCallback):
 
 
 def check_parameters(model: Any) -> None:
-    """The policy's parameters are finite (a diverged agent is never saved)."""
-    for name, p in model.policy.named_parameters():
-        if not bool(torch.isfinite(p).all()):
+    """The policy's parameters are finite (a diverged agent is never saved); sbx's too."""
+    from rlexp.run.backends import named_parameters
+
+    for name, p in named_parameters(model):
+        finite = torch.isfinite(p).all() if isinstance(p, torch.Tensor) else np.isfinite(np.asarray(p)).all()
+        if not bool(finite):
             raise Diverged(f"the policy's parameter {name} holds NaN or inf")
 
 

@@ -36,6 +36,7 @@ from rlexp.errors import Diverged, Interrupted
 from rlexp.overrides import as_override
 from rlexp.plots.curves import write_run_curves
 from rlexp.run import lock
+from rlexp.run.backends import is_sbx, jax_device
 from rlexp.run.baseline import random_baseline
 from rlexp.run.callbacks import ReportToTrial, build_callbacks, eval_freq
 from rlexp.run.diagnostics import no_better_than_random
@@ -215,7 +216,7 @@ def _train_and_evaluate(
             model = build_model(cfg, train_env)
         else:
             model = load_model(cfg, cfg.trained_agent, train_env)
-        summary["device"] = str(model.device)
+        summary["device"] = jax_device() if is_sbx(cfg) else str(model.device)
         formats = list(cfg.logger.formats)
         if cfg.logger.verbose >= 2 and "stdout" not in formats:  # SB3's tables
             formats.insert(0, "stdout")

@@ -6,6 +6,7 @@ builders on a one-env probe before a run dir exists.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import warnings
@@ -19,7 +20,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlexp.cluster.launchers import job_threads
 from rlexp.errors import ConfigError, one_line_error
+from rlexp.run.backends import algo_target, check_sbx_device, check_sbx_schedule, import_sbx, is_sbx, sbx_keywords
 from rlexp.run.noise import build_action_noise
 from rlexp.run.run_dir import read_summary
 from rlexp.run.saving import REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
@@ -29,12 +32,16 @@ PROBE_BUFFER_SIZE = 1_000
 
 
 def algo_class(cfg: DictConfig) -> type[BaseAlgorithm]:
+    """The class that trains: the algo config's SB3 class, or its sbx counterpart under backend=sbx."""
+    target = algo_target(cfg)
+    if is_sbx(cfg):
+        import_sbx(job_threads(cfg.torch_threads))
     try:
-        cls = get_class(cfg.algo._target_)
+        cls = get_class(target)
     except Exception as err:
-        raise ConfigError(f"algo._target_={cfg.algo._target_}: {one_line_error(err)}") from None
+        raise ConfigError(f"algo._target_={target}: {one_line_error(err)}") from None
     if not (isinstance(cls, type) and issubclass(cls, BaseAlgorithm)):
-        raise ConfigError(f"algo._target_={cfg.algo._target_} is not an SB3 algorithm class")
+        raise ConfigError(f"algo._target_={target} is not an SB3 algorithm class")
     return cls
 
 
@@ -65,6 +72,8 @@ def resolve_device(cfg: DictConfig) -> str:
     """``auto`` keeps MLP policies of on-policy algorithms on the CPU, where they run faster."""
     if cfg.device != "auto":
         return cfg.device
+    if is_sbx(cfg):  # JAX places the networks itself; SB3's part (buffers) stays on the CPU
+        return "cpu"
     if issubclass(algo_class(cfg), OffPolicyAlgorithm) or cfg.algo.policy.startswith("Cnn"):
         return "auto"
     return "cpu"
@@ -92,6 +101,8 @@ def _schedule(cfg: DictConfig, key: str, initial: float) -> Any:
 
 
 def _schedules(cfg: DictConfig) -> dict[str, Any]:
+    if is_sbx(cfg):
+        check_sbx_schedule(cfg, algo_target(cfg))
     params = {"learning_rate": _schedule(cfg, "lr_schedule", cfg.algo.learning_rate)}
     if "clip_range" in cfg.algo:
         params["clip_range"] = _schedule(cfg, "clip_range_schedule", cfg.algo.clip_range)
@@ -124,6 +135,9 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
         make.keywords["train_freq"] = tuple(make.keywords["train_freq"])
     if probe and "buffer_size" in make.keywords:
         make.keywords["buffer_size"] = min(make.keywords["buffer_size"], PROBE_BUFFER_SIZE)
+    if is_sbx(cfg):
+        check_sbx_device(cfg)
+        make = functools.partial(cls, *make.args, **sbx_keywords(cfg, cls, make.keywords))
     extra: dict[str, Any] = _schedules(cfg)
     noise = build_action_noise(cfg.action_noise, env.action_space)
     if noise is not None:
@@ -189,9 +203,9 @@ def _recorded_algo(model_dir: Path) -> str | None:
 
 
 def _refuse_another_algo(cfg: DictConfig, path: str, model_dir: Path) -> None:
-    recorded = _recorded_algo(model_dir)
-    if recorded is not None and recorded != cfg.algo._target_:
-        raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not algo={cfg.algo._target_}")
+    recorded, wanted = _recorded_algo(model_dir), algo_target(cfg)
+    if recorded is not None and recorded != wanted:
+        raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not {wanted}")
 
 
 def trained_agent_stats(cfg: DictConfig) -> Path | None:

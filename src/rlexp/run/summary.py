@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from rlexp.cluster.liveness import boot_id, slurm_restart_count
+from rlexp.run.backends import algo_target, is_sbx
 
 PACKAGES = (
     "rlexp",
@@ -29,6 +30,9 @@ PACKAGES = (
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+SBX_PACKAGES = ("sbx-rl", "jax", "jaxlib", "flax", "optax")
 
 
 def package_versions(more: tuple[str, ...] = ()) -> dict[str, str | None]:
@@ -79,10 +83,11 @@ def new_summary(
     cfg: DictConfig, choices: dict[str, Any], run_dir: Path, command: list[str], threads: int, warnings: list[str]
 ) -> dict[str, Any]:
     """summary.json of a run that starts now (status running); the manager adds steps and scores."""
-    return {
+    summary = {
         "status": "running",
         "algo": choices.get("algo"),
-        "algo_class": cfg.algo._target_,
+        "algo_class": algo_target(cfg),
+        "backend": "sbx" if is_sbx(cfg) else "sb3",
         "env": choices.get("env"),
         "env_id": cfg.env.id,
         "tuned_file": cfg.tuned_file,
@@ -97,6 +102,9 @@ def new_summary(
         "warnings": warnings,
         **provenance(),
     }
+    if is_sbx(cfg):  # its zips are pickles of JAX objects: the versions that load them
+        summary["versions"].update({k: v for k, v in package_versions(SBX_PACKAGES).items() if k in SBX_PACKAGES})
+    return summary
 
 
 def tuned_note(cfg: DictConfig, choices: dict[str, Any]) -> str:

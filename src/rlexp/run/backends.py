@@ -1,0 +1,169 @@
+"""Which library trains the algorithm: SB3 on torch (``backend=sb3``) or sbx on JAX (``backend=sbx``).
+
+sbx offers SB3's API (same VecEnvs, buffers, callbacks, logger and zip files) with JAX networks; a run
+takes the same config keys. What sbx does not take, or takes with another meaning, is refused here in
+one line naming the key, unless it is left at SB3's default (then there is nothing to honour).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from omegaconf import DictConfig
+
+from rlexp.errors import ConfigError
+
+SB3 = "sb3"
+SBX = "sbx"
+# the algorithm classes sbx has, by the SB3 / sb3-contrib class the algo config names
+SBX_CLASSES = {
+    "stable_baselines3.SAC": "sbx.SAC",
+    "sb3_contrib.TQC": "sbx.TQC",
+    "stable_baselines3.TD3": "sbx.TD3",
+    "stable_baselines3.DDPG": "sbx.DDPG",
+    "sb3_contrib.CrossQ": "sbx.CrossQ",
+    "stable_baselines3.PPO": "sbx.PPO",
+    "stable_baselines3.DQN": "sbx.DQN",
+}
+# sbx keeps the learning rate of these at its first value: a schedule would be ignored
+CONSTANT_LEARNING_RATE = ("sbx.TD3", "sbx.DDPG", "sbx.CrossQ", "sbx.DQN")
+# torch activation classes (policy_kwargs.activation_fn) and the flax functions sbx's networks take
+FLAX_ACTIVATIONS = {
+    "ReLU": "relu",
+    "Tanh": "tanh",
+    "ELU": "elu",
+    "LeakyReLU": "leaky_relu",
+    "GELU": "gelu",
+    "SiLU": "silu",
+    "Sigmoid": "sigmoid",
+    "SELU": "selu",
+    "Softplus": "softplus",
+}
+_ALGO_NAMES = "sac, tqc, td3, ddpg, crossq, ppo, dqn"
+
+
+def is_sbx(cfg: DictConfig) -> bool:
+    backend = cfg.get("backend", SB3)
+    return getattr(backend, "value", backend) == SBX
+
+
+def algo_target(cfg: DictConfig) -> str:
+    """The dotted name of the class that trains (summary.json's algo_class)."""
+    if not is_sbx(cfg):
+        return str(cfg.algo._target_)
+    target = SBX_CLASSES.get(str(cfg.algo._target_))
+    if target is None:
+        name = str(cfg.algo._target_).rsplit(".", 1)[-1]
+        raise ConfigError(f"backend=sbx: sbx has no {name} (it trains {_ALGO_NAMES}); use backend=sb3")
+    return target
+
+
+def import_sbx(threads: int) -> None:
+    """Imports sbx (and JAX) once, JAX's CPU matrix products on one thread when the job has one CPU:
+    XLA reads its flags when JAX starts. Without the extra: one line naming it."""
+    if (
+        "jax" not in sys.modules
+        and threads <= 1
+        and "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", "")
+    ):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    try:
+        import sbx  # noqa: F401
+    except ImportError as err:
+        raise ConfigError(f"backend=sbx needs the sbx extra: pip install 'rlexp[sbx]' ({err})") from None
+
+
+def sbx_keywords(cfg: DictConfig, cls: type, keywords: dict[str, Any]) -> dict[str, Any]:
+    """The constructor keywords of the SB3 class, as the sbx class ``cls`` takes them."""
+    from hydra.utils import get_class
+
+    takes = inspect.signature(cls).parameters
+    sb3_defaults = {k: p.default for k, p in inspect.signature(get_class(cfg.algo._target_)).parameters.items()}
+    name = cls.__name__
+    out: dict[str, Any] = {}
+    for key, value in keywords.items():
+        if key in takes:
+            out[key] = value
+        elif value != sb3_defaults.get(key, inspect.Parameter.empty):
+            raise ConfigError(
+                f"algo.{key}={value}: sbx's {name} does not take {key} (backend=sbx; SB3's default "
+                f"{sb3_defaults.get(key)!r} or backend=sb3)"
+            )
+    if name == "PPO":
+        for key, why in (
+            ("target_kl", "sets an adaptive learning rate in sbx instead of stopping an update early"),
+            ("clip_range_vf", "is ignored by sbx"),
+        ):
+            if out.get(key) is not None:
+                raise ConfigError(f"algo.{key}={out[key]}: {why} (backend=sbx; null or backend=sb3)")
+        if out.get("use_sde"):
+            raise ConfigError("algo.use_sde=true: sbx's PPO has no gSDE (backend=sbx; false or backend=sb3)")
+    out["policy_kwargs"] = _flax_policy_kwargs(name, dict(out.get("policy_kwargs") or {}))
+    return out
+
+
+def _flax_policy_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """policy_kwargs for sbx: a torch activation class becomes its flax function."""
+    activation = kwargs.get("activation_fn")
+    if activation is not None:
+        import flax.linen as nn
+
+        flax_name = FLAX_ACTIVATIONS.get(getattr(activation, "__name__", ""))
+        if isinstance(activation, type) and flax_name is None:
+            raise ConfigError(
+                f"algo.policy_kwargs.activation_fn={activation.__name__}: no flax counterpart known to rlexp "
+                f"(backend=sbx takes {', '.join(FLAX_ACTIVATIONS)})"
+            )
+        if flax_name is not None:
+            kwargs["activation_fn"] = getattr(nn, flax_name)
+    net_arch = kwargs.get("net_arch")
+    if name == "DQN" and net_arch is not None and (not isinstance(net_arch, list) or len(set(net_arch)) > 1):
+        raise ConfigError(
+            f"algo.policy_kwargs.net_arch={net_arch}: sbx's DQN builds two hidden layers of one width "
+            "(backend=sbx; e.g. [256, 256])"
+        )
+    return kwargs
+
+
+def check_sbx_schedule(cfg: DictConfig, target: str) -> None:
+    """sbx's TD3, DDPG, CrossQ and DQN keep their first learning rate: a schedule is refused, not ignored."""
+    if target in CONSTANT_LEARNING_RATE and cfg.lr_schedule._target_ != "rlexp.run.schedules.constant":
+        raise ConfigError(
+            f"lr_schedule: sbx's {target.rsplit('.', 1)[-1]} keeps its learning rate constant "
+            "(backend=sbx; schedule@lr_schedule=constant or backend=sb3)"
+        )
+
+
+def check_sbx_device(cfg: DictConfig) -> None:
+    if cfg.device != "auto":
+        raise ConfigError(
+            f"device={cfg.device}: with backend=sbx, JAX chooses the device (its CUDA build on a GPU machine; "
+            "JAX_PLATFORMS=cpu for the CPU); leave device=auto"
+        )
+
+
+def jax_device() -> str:
+    """Where JAX computes (summary.json's device for backend=sbx)."""
+    import jax
+
+    return f"jax:{jax.default_backend()}"
+
+
+def named_parameters(model: Any) -> Iterator[tuple[str, Any]]:
+    """The model's network parameters as (name, array): torch's for SB3, the flax train states' for sbx."""
+    torch_params = list(model.policy.named_parameters())
+    if torch_params or "sbx" not in type(model).__module__:
+        yield from torch_params
+        return
+    import jax
+
+    states = {k: v for k, v in vars(model.policy).items() if k.endswith("_state")}
+    if getattr(model, "ent_coef_state", None) is not None:
+        states["ent_coef_state"] = model.ent_coef_state
+    for state_name, state in states.items():
+        for path, leaf in jax.tree_util.tree_leaves_with_path(getattr(state, "params", None)):
+            yield f"{state_name}{jax.tree_util.keystr(path)}", leaf
