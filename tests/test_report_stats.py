@@ -141,3 +141,27 @@ def test_seeds_for_power_matches_statsmodels_at_equal_spread():
         n = power.TTestIndPower().solve_power(effect_size=d, power=0.8, alpha=0.05, alternative="two-sided")
         assert significance.seeds_for_power(x, y) == int(np.ceil(n))
     assert significance.seeds_for_power(x, x) is None  # no difference: no number of seeds shows it
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 37, 100])
+def test_episode_scores_are_scipys_trim_mean_and_bootstrap(n):
+    """rlexp.stats.scores (numpy only, for start-up) against scipy on the same data and generator."""
+    from rlexp.stats.scores import confidence_interval, iqm
+
+    def trim(a, axis=-1):
+        return stats.trim_mean(a, 0.25, axis=axis)
+
+    x = np.random.default_rng(n).normal(size=n) * 100
+    for scores in (x, np.round(x), np.full(n, 500.0)):  # distinct, tied, all equal
+        assert iqm(scores) == trim(scores)
+        for ours, theirs in ((np.mean, np.mean), (iqm, trim)):
+            found = stats.bootstrap(
+                (scores,),
+                theirs,
+                n_resamples=10_000,
+                confidence_level=0.95,
+                method="percentile",
+                vectorized=True,
+                rng=np.random.default_rng(7),
+            ).confidence_interval
+            np.testing.assert_allclose(confidence_interval(scores, ours, seed=7), [found.low, found.high], rtol=1e-12)

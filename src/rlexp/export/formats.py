@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from rlexp.errors import ConfigError, one_line_error
-from rlexp.export.graph import Graph, plain_distributions
+from rlexp.export.graph import Graph
+from rlexp.run.lean import unchecked_distributions
 
 FORMATS = ("onnx", "torchscript")
 FILES = {"onnx": "policy.onnx", "torchscript": "policy.pt", "int8": "policy.int8.onnx"}
@@ -43,7 +44,7 @@ def _quiet() -> Iterator[None]:
     errors still raise."""
     logging.disable(logging.WARNING)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), plain_distributions():
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), unchecked_distributions():
             warnings.simplefilter("ignore")
             yield
     finally:

@@ -9,8 +9,6 @@ stacked observation. RecurrentPPO's LSTM state is an explicit input and output.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,18 +82,6 @@ class EnvLayers:
         if isinstance(obs, dict):
             return {k: np.transpose(v, back) if k in keys else v for k, v in obs.items()}
         return np.transpose(obs, back)
-
-
-@contextmanager
-def plain_distributions() -> Iterator[None]:
-    """torch.distributions check their arguments with data-dependent branches, which torch.export cannot
-    follow; the exported modes need no check."""
-    before = torch.distributions.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(False)
-    try:
-        yield
-    finally:
-        torch.distributions.Distribution.set_default_validate_args(before)
 
 
 class PolicyGraph(torch.nn.Module):

@@ -43,6 +43,7 @@ from rlexp.run.diagnostics import no_better_than_random
 from rlexp.run.envs import build_vec_env, closed_at_end
 from rlexp.run.evaluation import eval_env_count, final_evaluation
 from rlexp.run.health import TrainingHealth, train_eval_gap
+from rlexp.run.lean import unchecked_distributions
 from rlexp.run.model import build_model, load_model, trained_agent_stats
 from rlexp.run.preemption import (
     RESUMABLE,
@@ -119,7 +120,8 @@ def run(
         stopper = StopOnSignal(run_dir)
         stopper.install()
         try:
-            _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
+            with unchecked_distributions():
+                _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
         except BaseException as err:
             if isinstance(err, OSError) and err.filename is None:  # e.g. ENOSPC from inside a writer
                 err.filename = str(run_dir)
