@@ -42,6 +42,14 @@ def benchmark(session: nox.Session) -> None:
     session.run("python", "benchmarks/export_latency.py")
 
 
+@nox.session(name="benchmark-zoo")
+def benchmark_zoo(session: nox.Session) -> None:
+    """Whole runs against RL Zoo's train.py and a plain SB3 script (and backend=sbx)."""
+    _install(session)
+    session.install("rl_zoo3")
+    session.run("python", "benchmarks/speed_vs_zoo.py", *session.posargs)
+
+
 @nox.session(name="benchmark-search")
 def benchmark_search(session: nox.Session) -> None:
     _install(session)

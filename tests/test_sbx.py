@@ -70,7 +70,10 @@ def test_sbx_run_dir_loads_in_sbx_and_evaluates_as_recorded(algo, tmp_path):
 
 @pytest.mark.parametrize(
     ("algo", "extra"),
-    [("ppo", ["n_timesteps=12000"]), ("sac", ["n_timesteps=1200", "callbacks.checkpoint.save_replay_buffer=true"])],
+    [
+        ("ppo", ["n_timesteps=12000"]),
+        pytest.param("sac", ["n_timesteps=1200"], marks=pytest.mark.slow),  # with its replay buffer
+    ],
 )
 def test_sbx_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, extra, tmp_path):
     overrides, cls, _ = CASES[algo]
@@ -98,6 +101,7 @@ def test_sbx_signal_checkpoints_and_resume_finishes_with_the_requested_steps(alg
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["backend"] == "sbx"
+    assert summary["versions"]["sbx-rl"] and summary["versions"]["jax"]  # (resuming renews them)
     assert summary["resumed"][0]["step"] == stopped["steps_done"]
     assert summary["steps_done"] >= summary["n_timesteps"] and not (run / "resume").exists()
     assert len(np.load(run / "evaluations.npz")["timesteps"]) == 4  # the schedule went on
@@ -115,6 +119,7 @@ def test_sbx_ppo_search_completes_three_trials(tmp_path):
     assert best["backend"] == "sbx" and best["final_eval"]["mean"] == study.best_value
 
 
+@pytest.mark.slow  # three SAC trials: in CI's slow run
 def test_sbx_sac_search_prunes_trials(tmp_path):
     args = [
         "-m",
@@ -203,12 +208,20 @@ def test_what_sbx_does_not_take_is_refused_in_one_line(args, expected):
     assert str(refused.value) == expected
 
 
-def test_sbx_activation_is_the_flax_counterpart_of_the_torch_class():
+def test_sbx_builds_sb3s_networks_with_flax_activations():
     import flax.linen as nn
+    import torch
     from conftest import compose_cfg
 
     from rlexp.run.backends import sbx_keywords
 
     cfg, _ = compose_cfg(["algo=sac", "backend=sbx"])
-    keywords = {"policy": "MlpPolicy", "policy_kwargs": {"activation_fn": __import__("torch").nn.Tanh}}
+    keywords = {"policy": "MlpPolicy", "policy_kwargs": {"activation_fn": torch.nn.Tanh}}
     assert sbx_keywords(cfg, sbx.SAC, keywords)["policy_kwargs"]["activation_fn"] is nn.tanh
+    # where sbx's default network differs from SB3's, SB3's is built; a given one is kept
+    cfg, _ = compose_cfg(["algo=dqn", "~tuned", "backend=sbx"])
+    assert sbx_keywords(cfg, sbx.DQN, {"policy_kwargs": {}})["policy_kwargs"] == {"net_arch": [64, 64]}
+    cfg, _ = compose_cfg(["algo=td3", "env=pendulum", "~tuned", "backend=sbx"])
+    assert sbx_keywords(cfg, sbx.TD3, {"policy_kwargs": {}})["policy_kwargs"] == {"net_arch": [400, 300]}
+    kept = sbx_keywords(cfg, sbx.TD3, {"policy_kwargs": {"net_arch": [32, 32]}})
+    assert kept["policy_kwargs"] == {"net_arch": [32, 32]}

@@ -179,7 +179,10 @@ def report(cfg: Any, checked: list[str] | None, options: argparse.Namespace) -> 
 
 def _print(cfg: Any, results: list[Result], notes: list[str]) -> None:
     tuned = f" (tuned/{cfg.tuned_file}.yaml)" if cfg.tuned_file else ""
-    print(f"rlexp check: {cfg.algo._target_.rsplit('.', 1)[-1]} on {cfg.env.id}{tuned}, seed {cfg.seed}")
+    from rlexp.run.backends import algo_target, is_sbx
+
+    name = algo_target(cfg).rsplit(".", 1)[-1] + (" (sbx)" if is_sbx(cfg) else "")
+    print(f"rlexp check: {name} on {cfg.env.id}{tuned}, seed {cfg.seed}")
     for r in results:
         print(f"  {'ok  ' if r.ok else 'FAIL'} {r.name:<13} {r.text}")
     for note in notes:

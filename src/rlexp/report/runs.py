@@ -28,10 +28,14 @@ NOT_GROUPED = (
     "random_baseline",
     "callbacks.checkpoint",
     "callbacks.progress_bar",
+    "callbacks.eval.n_envs",
     "device",
     "torch_threads",
     "search_space",
 )
+# keys added to the config since runs were first written, with the value that a run written before held
+# (its config.yaml lacks them): an older run and a newer one of the same condition are one group
+ADDED_KEYS = {"backend": "sb3"}
 _YAML = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there: 200 configs in a blink
 
 
@@ -86,7 +90,7 @@ class Run:
     @cached_property
     def flat(self) -> dict[str, Any]:
         """The config as dotted keys, flattened once for grouping, the differing keys and runs.csv."""
-        return flatten(self.config)
+        return {**ADDED_KEYS, **flatten(self.config)}
 
     @property
     def env(self) -> str:

@@ -8,6 +8,7 @@ one line naming the key, unless it is left at SB3's default (then there is nothi
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from omegaconf import DictConfig
 
 from rlexp.errors import ConfigError
 
+JAX_CACHE_BYTES = 1 << 30  # compiled programs kept between runs (a SAC run's are ~0.6 MB)
 SB3 = "sb3"
 SBX = "sbx"
 # the algorithm classes sbx has, by the SB3 / sb3-contrib class the algo config names
@@ -44,7 +46,13 @@ FLAX_ACTIVATIONS = {
     "SELU": "selu",
     "Softplus": "softplus",
 }
-_ALGO_NAMES = "sac, tqc, td3, ddpg, crossq, ppo, dqn"
+# what SB3 builds when policy_kwargs leaves these out, where sbx would build something else
+SB3_POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "DQN": {"net_arch": [64, 64]},
+    "TD3": {"net_arch": [400, 300]},
+    "DDPG": {"net_arch": [400, 300]},
+    "PPO": {"ortho_init": True},
+}
 
 
 def is_sbx(cfg: DictConfig) -> bool:
@@ -59,7 +67,8 @@ def algo_target(cfg: DictConfig) -> str:
     target = SBX_CLASSES.get(str(cfg.algo._target_))
     if target is None:
         name = str(cfg.algo._target_).rsplit(".", 1)[-1]
-        raise ConfigError(f"backend=sbx: sbx has no {name} (it trains {_ALGO_NAMES}); use backend=sb3")
+        names = ", ".join(t.rsplit(".", 1)[-1].lower() for t in SBX_CLASSES)
+        raise ConfigError(f"backend=sbx: sbx has no {name} (it trains {names}); use backend=sb3")
     return target
 
 
@@ -70,6 +79,8 @@ def import_sbx(threads: int) -> None:
     first = "jax" not in sys.modules
     if first and threads <= 1 and "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    # JAX logs a warning for each accelerator it does not find (TPU, CUDA) on a CPU machine
+    logging.getLogger("jax._src.xla_bridge").setLevel(logging.ERROR)
     try:
         import jax
         import sbx  # noqa: F401
@@ -78,6 +89,7 @@ def import_sbx(threads: int) -> None:
     if first and jax.config.jax_compilation_cache_dir is None:  # (JAX_COMPILATION_CACHE_DIR chooses another)
         jax.config.update("jax_compilation_cache_dir", str(jax_cache_dir()))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # small programs are most of them
+        jax.config.update("jax_compilation_cache_max_size", JAX_CACHE_BYTES)  # the least recently used go
 
 
 def jax_cache_dir() -> Path:
@@ -108,14 +120,17 @@ def sbx_keywords(cfg: DictConfig, cls: type, keywords: dict[str, Any]) -> dict[s
         ):
             if out.get(key) is not None:
                 raise ConfigError(f"algo.{key}={out[key]}: {why} (backend=sbx; null or backend=sb3)")
-        if out.get("use_sde"):
-            raise ConfigError("algo.use_sde=true: sbx's PPO has no gSDE (backend=sbx; false or backend=sb3)")
-    out["policy_kwargs"] = _flax_policy_kwargs(name, dict(out.get("policy_kwargs") or {}))
+    if out.get("use_sde"):
+        raise ConfigError(f"algo.use_sde=true: sbx's {name} has no gSDE (backend=sbx; false or backend=sb3)")
+    out["policy_kwargs"] = _flax_policy_kwargs(
+        name, {**SB3_POLICY_DEFAULTS.get(name, {}), **(out.get("policy_kwargs") or {})}
+    )
     return out
 
 
 def _flax_policy_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """policy_kwargs for sbx: a torch activation class becomes its flax function."""
+    """policy_kwargs for sbx (SB3's defaults filled in where sbx's differ): a torch activation class becomes
+    its flax function."""
     activation = kwargs.get("activation_fn")
     if activation is not None:
         import flax.linen as nn
@@ -129,7 +144,7 @@ def _flax_policy_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         if flax_name is not None:
             kwargs["activation_fn"] = getattr(nn, flax_name)
     net_arch = kwargs.get("net_arch")
-    if name == "DQN" and net_arch is not None and (not isinstance(net_arch, list) or len(set(net_arch)) > 1):
+    if name == "DQN" and not (isinstance(net_arch, list) and len(net_arch) == 2 and net_arch[0] == net_arch[1]):
         raise ConfigError(
             f"algo.policy_kwargs.net_arch={net_arch}: sbx's DQN builds two hidden layers of one width "
             "(backend=sbx; e.g. [256, 256])"

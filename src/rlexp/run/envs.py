@@ -209,7 +209,9 @@ def build_vec_env(
     """Train env (``for_eval=False``) or eval env with Monitor, wrappers, VecNormalize, frame stack.
 
     ``monitor_dir`` None: Monitor writes no file (commands that read a run). ``append``: the monitor files
-    of a resumed run grow instead of starting over. ``n_envs``: default env.n_envs, 1 for eval.
+    of a resumed run grow instead of starting over (when each env has one: a file without SB3's header line
+    would be unreadable). ``n_envs``: default env.n_envs, 1 for eval. Eval envs run in this process
+    (DummyVecEnv, whatever env.vec_env says): an evaluation's envs step side by side in lockstep.
     ``check_finite``: NaN or inf in observations, rewards or actions raises Diverged (diagnostics.finite).
 
     The eval env uses but never updates the normalization statistics: they are synced from the
@@ -219,8 +221,10 @@ def build_vec_env(
     n_envs = n_envs or (1 if for_eval else env_cfg.n_envs)
     if monitor_dir is not None:
         monitor_dir.mkdir(parents=True, exist_ok=True)
+        append = append and all((monitor_dir / f"{rank}.{Monitor.EXT}").is_file() for rank in range(n_envs))
     make = make_env_fn(env_cfg, for_eval, render_mode)
-    subproc = VEC_ENV_CLASSES[env_cfg.vec_env.value] is SubprocVecEnv
+    vec_env_cls = DummyVecEnv if for_eval else VEC_ENV_CLASSES[env_cfg.vec_env.value]
+    subproc = vec_env_cls is SubprocVecEnv
     venv = make_vec_env(
         _IgnoringStopSignals(make) if subproc else make,
         n_envs=n_envs,
@@ -228,7 +232,7 @@ def build_vec_env(
         monitor_dir=None if monitor_dir is None else str(monitor_dir),
         monitor_kwargs={"override_existing": not append},
         wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
-        vec_env_cls=VEC_ENV_CLASSES[env_cfg.vec_env.value],
+        vec_env_cls=vec_env_cls,
     )
     if check_finite and not isinstance(venv.action_space, gym.spaces.Dict):  # (SB3's check takes no Dict actions)
         venv = FiniteEnv(venv)  # under the normalization: the env's own values

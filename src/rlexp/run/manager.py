@@ -18,6 +18,7 @@ Each step lives in its own module; this one only decides the order. The run dir 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shlex
 import shutil
@@ -114,13 +115,14 @@ def run(
             summary = previous[0]
             summary.pop("error", None)
             summary.setdefault("resumed", []).append({"step": resume.step, "time": now()})
-            summary.update(status="running", torch_threads=threads, **provenance())
+            summary.update(status="running", torch_threads=threads, **provenance(cfg))
             log.info("resuming the run in %s from step %d (%s)", run_dir, resume.step, resume.path.name)
         atomic_write_json(run_dir / "summary.json", summary)
         stopper = StopOnSignal(run_dir)
         stopper.install()
         try:
-            with unchecked_distributions():
+            # (without diagnostics.finite, torch's own argument checks are the only NaN check left)
+            with unchecked_distributions() if cfg.diagnostics.finite else contextlib.nullcontext():
                 _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
         except BaseException as err:
             if isinstance(err, OSError) and err.filename is None:  # e.g. ENOSPC from inside a writer

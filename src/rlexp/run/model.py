@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.cluster.launchers import job_threads
 from rlexp.errors import ConfigError, one_line_error
-from rlexp.run.backends import algo_target, check_sbx_device, check_sbx_schedule, import_sbx, is_sbx, sbx_keywords
+from rlexp.run.backends import algo_target, import_sbx, is_sbx, sbx_keywords
 from rlexp.run.noise import build_action_noise
 from rlexp.run.run_dir import read_summary
 from rlexp.run.saving import REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
@@ -101,8 +101,6 @@ def _schedule(cfg: DictConfig, key: str, initial: float) -> Any:
 
 
 def _schedules(cfg: DictConfig) -> dict[str, Any]:
-    if is_sbx(cfg):
-        check_sbx_schedule(cfg, algo_target(cfg))
     params = {"learning_rate": _schedule(cfg, "lr_schedule", cfg.algo.learning_rate)}
     if "clip_range" in cfg.algo:
         params["clip_range"] = _schedule(cfg, "clip_range_schedule", cfg.algo.clip_range)
@@ -135,8 +133,7 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
         make.keywords["train_freq"] = tuple(make.keywords["train_freq"])
     if probe and "buffer_size" in make.keywords:
         make.keywords["buffer_size"] = min(make.keywords["buffer_size"], PROBE_BUFFER_SIZE)
-    if is_sbx(cfg):
-        check_sbx_device(cfg)
+    if is_sbx(cfg):  # (its device and schedule: front_door.check_static)
         make = functools.partial(cls, *make.args, **sbx_keywords(cfg, cls, make.keywords))
     extra: dict[str, Any] = _schedules(cfg)
     noise = build_action_noise(cfg.action_noise, env.action_space)
@@ -204,8 +201,15 @@ def _recorded_algo(model_dir: Path) -> str | None:
 
 def _refuse_another_algo(cfg: DictConfig, path: str, model_dir: Path) -> None:
     recorded, wanted = _recorded_algo(model_dir), algo_target(cfg)
-    if recorded is not None and recorded != wanted:
-        raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not {wanted}")
+    if recorded is None or recorded == wanted:
+        return
+    if recorded.startswith("sbx.") != wanted.startswith("sbx."):
+        trained_with = "sbx" if recorded.startswith("sbx.") else "sb3"
+        if recorded.rsplit(".", 1)[-1] == wanted.rsplit(".", 1)[-1]:
+            raise ConfigError(
+                f"trained_agent={path} was trained with backend={trained_with}: add backend={trained_with}"
+            )
+    raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not {wanted}")
 
 
 def trained_agent_stats(cfg: DictConfig) -> Path | None:
@@ -235,6 +239,12 @@ def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
     except Exception as err:
         raise ConfigError(f"trained_agent={path}: {zip_path} cannot be read as an SB3 model ({err})") from None
     policy = (data or {}).get("policy_class")
+    if isinstance(policy, type):
+        trained_with = "sbx" if policy.__module__.split(".")[0] == "sbx" else "sb3"
+        if trained_with != ("sbx" if is_sbx(cfg) else "sb3"):
+            raise ConfigError(
+                f"trained_agent={path} was trained with backend={trained_with}: add backend={trained_with}"
+            )
     policies = tuple(getattr(cls, "policy_aliases", {}).values())
     if isinstance(policy, type) and policies and not issubclass(policy, policies):
         raise ConfigError(

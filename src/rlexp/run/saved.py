@@ -7,7 +7,6 @@ The run dir contract they rely on: ``config.yaml`` (the resolved config), ``mode
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from omegaconf import DictConfig
 from rlexp.errors import ConfigError
 from rlexp.run.envs import EVAL_SEED_OFFSET
 from rlexp.run.evaluation import eval_env_count
-from rlexp.run.run_dir import CONFIG_FILE, SUMMARY_FILE, read_config
+from rlexp.run.run_dir import CONFIG_FILE, read_config, read_summary
 from rlexp.run.saving import MODEL_FILE, VECNORMALIZE_FILE
 
 BEST = "best"
@@ -115,8 +114,5 @@ def _agent(name: str, model: Path, run_dir: Path) -> SavedAgent:
 def _batched_final_eval(run_dir: Path) -> bool:
     """Whether the run's final evaluation stepped its envs side by side (recorded as final_eval.n_envs);
     a run that has not finished yet will."""
-    try:
-        final = json.loads((run_dir / SUMMARY_FILE).read_text()).get("final_eval")
-    except (OSError, ValueError, AttributeError):
-        return True
+    final = (read_summary(run_dir) or {}).get("final_eval")
     return not isinstance(final, dict) or "n_envs" in final

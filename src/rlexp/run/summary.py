@@ -26,13 +26,11 @@ PACKAGES = (
     "omegaconf",
     "numpy",
 )
+SBX_PACKAGES = ("sbx-rl", "jax", "jaxlib", "flax", "optax")
 
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-SBX_PACKAGES = ("sbx-rl", "jax", "jaxlib", "flax", "optax")
 
 
 def package_versions(more: tuple[str, ...] = ()) -> dict[str, str | None]:
@@ -66,10 +64,11 @@ def _rlexp_source_commit() -> dict[str, Any] | None:
     return git_commit(repo) if (repo / ".git").exists() and (repo / "pyproject.toml").is_file() else None
 
 
-def provenance() -> dict[str, Any]:
-    """Versions, git state of rlexp's source and of the working directory, host, process and SLURM job."""
+def provenance(cfg: DictConfig) -> dict[str, Any]:
+    """Versions (with sbx's and JAX's under backend=sbx: its zips are pickles of JAX objects), git state of
+    rlexp's source and of the working directory, host, process and SLURM job."""
     return {
-        "versions": package_versions(),
+        "versions": package_versions(SBX_PACKAGES if is_sbx(cfg) else ()),
         "git": {"rlexp": _rlexp_source_commit(), "cwd": git_commit(Path.cwd())},
         "host": socket.gethostname(),
         "boot_id": boot_id(),
@@ -83,7 +82,7 @@ def new_summary(
     cfg: DictConfig, choices: dict[str, Any], run_dir: Path, command: list[str], threads: int, warnings: list[str]
 ) -> dict[str, Any]:
     """summary.json of a run that starts now (status running); the manager adds steps and scores."""
-    summary = {
+    return {
         "status": "running",
         "algo": choices.get("algo"),
         "algo_class": algo_target(cfg),
@@ -100,11 +99,8 @@ def new_summary(
         "start_time": now(),
         "command": command,
         "warnings": warnings,
-        **provenance(),
+        **provenance(cfg),
     }
-    if is_sbx(cfg):  # its zips are pickles of JAX objects: the versions that load them
-        summary["versions"].update({k: v for k, v in package_versions(SBX_PACKAGES).items() if k in SBX_PACKAGES})
-    return summary
 
 
 def tuned_note(cfg: DictConfig, choices: dict[str, Any]) -> str:
