@@ -209,7 +209,7 @@ def _refuse_another_algo(cfg: DictConfig, path: str, model_dir: Path) -> None:
             raise ConfigError(
                 f"trained_agent={path} was trained with backend={trained_with}: add backend={trained_with}"
             )
-    raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not {wanted}")
+    raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not algo={wanted}")
 
 
 def trained_agent_stats(cfg: DictConfig) -> Path | None:
