@@ -11,6 +11,9 @@ evaluations of the SB3 and sbx runs (seed 0).
 
     python benchmarks/speed_vs_zoo.py [--repeats 3] [--case ppo-cartpole] [--zoo-python PATH]
 
+Cases: ppo-cartpole (50,000 steps), sac-pendulum (3,000), ppo-cartpole-one-rollout (256 steps: what a run
+costs besides learning).
+
 Needs rl_zoo3 (`pip install rl_zoo3`; --zoo-python: a Python that has it) and the sbx extra.
 """
 
@@ -72,6 +75,8 @@ CASES = {
         dict(algo="SAC", env_id="Pendulum-v1", n_envs=1, kwargs="dict(learning_rate=1e-3)"),
     ),
 }
+# start-up and fixed cost: one rollout of the PPO case (8 envs x 32 steps), then evaluation and saving
+CASES["ppo-cartpole-one-rollout"] = (256, *CASES["ppo-cartpole"][1:])
 SBX_CASES = ("sac-pendulum",)
 
 

@@ -58,6 +58,11 @@ def test_sbx_run_dir_loads_in_sbx_and_evaluates_as_recorded(algo, tmp_path):
     record = json.loads((run / "eval" / "final_seed10000_n3_envs3.json").read_text())
     assert (record["mean"], record["std"]) == (summary["final_eval"]["mean"], summary["final_eval"]["std"])
 
+    # continuing it takes backend=sbx: said in one line
+    continued = rlexp_cli([*FAST, *overrides, "env.normalize=true", "trained_agent=run"], cwd=tmp_path)
+    assert continued.returncode == 1
+    assert stderr_lines(continued) == ["rlexp: error: trained_agent=run was trained with backend=sbx: add backend=sbx"]
+
     # export takes torch agents: refused in one line, nothing written
     exported = rlexp_cli(["export", str(run)], cwd=tmp_path)
     assert exported.returncode == 1
