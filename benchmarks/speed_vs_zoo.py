@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from throughput import CASES as TUNED  # (benchmarks/ is on the path of a script run from it)
+
 EVAL_FREQ, EVAL_EPISODES, FINAL_EPISODES = 10_000, 5, 10
 
 # the plain script: what a user would write by hand with SB3 to train and evaluate as rlexp does by default
@@ -53,26 +55,20 @@ final_env = make_vec_env("{env_id}", n_envs={final_episodes}, seed=10_000)
 print(evaluate_policy(model, final_env, n_eval_episodes={final_episodes}, deterministic=True))
 """
 
-# case -> steps, rlexp overrides, zoo arguments, plain-script fill-ins (the values of rlexp's tuned file,
-# which are the zoo's own)
+# case -> steps, rlexp overrides, zoo arguments, plain-script fill-ins (throughput.py's: the values of rlexp's
+# tuned file, which are the zoo's own)
 CASES = {
     "ppo-cartpole": (
         50_000,
         ["algo=ppo", "env=cartpole"],
         ["--algo", "ppo", "--env", "CartPole-v1"],
-        dict(
-            algo="PPO",
-            env_id="CartPole-v1",
-            n_envs=8,
-            kwargs="dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, "
-            "learning_rate=LinearSchedule(1e-3, 0.0, 1.0), clip_range=LinearSchedule(0.2, 0.0, 1.0))",
-        ),
+        TUNED["ppo-cartpole"][1],
     ),
     "sac-pendulum": (
         3_000,
         ["algo=sac", "env=pendulum"],
         ["--algo", "sac", "--env", "Pendulum-v1"],
-        dict(algo="SAC", env_id="Pendulum-v1", n_envs=1, kwargs="dict(learning_rate=1e-3)"),
+        TUNED["sac-pendulum"][1],
     ),
 }
 # start-up and fixed cost: one rollout of the PPO case (8 envs x 32 steps), then evaluation and saving
