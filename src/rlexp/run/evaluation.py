@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from rlexp.run.envs import EVAL_SEED_OFFSET
-
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecEnv
@@ -26,6 +24,21 @@ MAX_EVAL_ENVS = 16  # more envs than this gain little per forward pass and cost 
 def eval_env_count(eval_cfg: DictConfig, episodes: int) -> int:
     """How many eval envs an evaluation of ``episodes`` episodes steps side by side."""
     return max(1, min(episodes, eval_cfg.get("n_envs") or MAX_EVAL_ENVS))
+
+
+def build_eval_env(cfg: DictConfig, episodes: int, monitor_dir: Path | None, append: bool = False) -> VecEnv:
+    """The eval envs of a run's evaluation of ``episodes`` episodes, env i seeded ``seed + 10000 + i``."""
+    from rlexp.run.envs import build_vec_env
+
+    return build_vec_env(
+        cfg.env,
+        cfg.seed,
+        monitor_dir,
+        for_eval=True,
+        append=append,
+        n_envs=eval_env_count(cfg.callbacks.eval, episodes),
+        check_finite=cfg.diagnostics.finite,
+    )
 
 
 def final_evaluation(
@@ -48,21 +61,10 @@ def final_evaluation(
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.vec_env import sync_envs_normalization
 
-    from rlexp.run.envs import build_vec_env, closed_at_end
+    from rlexp.run.envs import closed_at_end
 
     episodes = cfg.callbacks.eval.final_episodes
-    n_envs = eval_env_count(cfg.callbacks.eval, episodes)
-    venv = build_vec_env(
-        cfg.env,
-        cfg.seed,
-        monitor_dir,
-        for_eval=True,
-        append=append,
-        n_envs=n_envs,
-        check_finite=cfg.diagnostics.finite,
-    )
-    with closed_at_end(venv) as eval_env:
-        eval_env.seed(cfg.seed + EVAL_SEED_OFFSET)
+    with closed_at_end(build_eval_env(cfg, episodes, monitor_dir, append)) as eval_env:  # (seeded as it is built)
         sync_envs_normalization(train_env, eval_env)
         rewards, lengths = evaluate_policy(
             model,
@@ -77,5 +79,5 @@ def final_evaluation(
         "std": float(np.std(rewards)),
         "episodes": len(rewards),
         "mean_length": float(np.mean(lengths)),
-        "n_envs": n_envs,
+        "n_envs": eval_env.num_envs,
     }

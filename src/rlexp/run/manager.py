@@ -18,12 +18,11 @@ Each step lives in its own module; this one only decides the order. The run dir 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shlex
 import shutil
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ from rlexp.run.baseline import random_baseline
 from rlexp.run.callbacks import ReportToTrial, build_callbacks, eval_freq
 from rlexp.run.diagnostics import no_better_than_random
 from rlexp.run.envs import build_vec_env, closed_at_end
-from rlexp.run.evaluation import eval_env_count, final_evaluation
+from rlexp.run.evaluation import build_eval_env, final_evaluation
 from rlexp.run.health import TrainingHealth, train_eval_gap
 from rlexp.run.lean import unchecked_distributions
 from rlexp.run.model import build_model, load_model, trained_agent_stats
@@ -122,7 +121,7 @@ def run(
         stopper.install()
         try:
             # (without diagnostics.finite, torch's own argument checks are the only NaN check left)
-            with unchecked_distributions() if cfg.diagnostics.finite else contextlib.nullcontext():
+            with unchecked_distributions() if cfg.diagnostics.finite else nullcontext():
                 _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
         except BaseException as err:
             if isinstance(err, OSError) and err.filename is None:  # e.g. ENOSPC from inside a writer
@@ -200,17 +199,7 @@ def _train_and_evaluate(
         eval_env = None
         if eval_freq(cfg) > 0:  # the periodic evaluations' envs (the final one builds its own)
             eval_env = envs.enter_context(
-                closed_at_end(
-                    build_vec_env(
-                        cfg.env,
-                        cfg.seed,
-                        monitor / "eval",
-                        for_eval=True,
-                        append=continued,
-                        n_envs=eval_env_count(cfg.callbacks.eval, cfg.callbacks.eval.n_episodes),
-                        check_finite=cfg.diagnostics.finite,
-                    )
-                )
+                closed_at_end(build_eval_env(cfg, cfg.callbacks.eval.n_episodes, monitor / "eval", continued))
             )
         if resume is not None:
             model = load_model(cfg, str(resume.path), train_env)

@@ -206,10 +206,12 @@ def _refuse_another_algo(cfg: DictConfig, path: str, model_dir: Path) -> None:
     if recorded.startswith("sbx.") != wanted.startswith("sbx."):
         trained_with = "sbx" if recorded.startswith("sbx.") else "sb3"
         if recorded.rsplit(".", 1)[-1] == wanted.rsplit(".", 1)[-1]:
-            raise ConfigError(
-                f"trained_agent={path} was trained with backend={trained_with}: add backend={trained_with}"
-            )
+            raise _other_backend(path, trained_with)
     raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not algo={wanted}")
+
+
+def _other_backend(path: str, trained_with: str) -> ConfigError:
+    return ConfigError(f"trained_agent={path} was trained with backend={trained_with}: add backend={trained_with}")
 
 
 def trained_agent_stats(cfg: DictConfig) -> Path | None:
@@ -242,9 +244,7 @@ def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
     if isinstance(policy, type):
         trained_with = "sbx" if policy.__module__.split(".")[0] == "sbx" else "sb3"
         if trained_with != ("sbx" if is_sbx(cfg) else "sb3"):
-            raise ConfigError(
-                f"trained_agent={path} was trained with backend={trained_with}: add backend={trained_with}"
-            )
+            raise _other_backend(path, trained_with)
     policies = tuple(getattr(cls, "policy_aliases", {}).values())
     if isinstance(policy, type) and policies and not issubclass(policy, policies):
         raise ConfigError(
