@@ -57,9 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=50_000)
     args = parser.parse_args()
-    from rlexp.report.compute import Settings
-    from rlexp.report.make import collect, write_report
-    from rlexp.report.metrics import parse_metric
+    from rlexp.reporting.compute import Settings
+    from rlexp.reporting.make import collect, write_report
+    from rlexp.reporting.metrics import parse_metric
     from rlexp.stats import bootstrap
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -83,6 +83,17 @@ BAD_INPUT = {
         ["env.normalize=true", "+env.normalize_kwargs.nosuch=1"],
         "env.normalize_kwargs: TypeError",
     ),
+    "stop when solved without a threshold": (
+        ["algo=sac", "env=pendulum", "callbacks.stop=solved"],
+        "callbacks.stop=solved: Pendulum-v1 has no reward_threshold in its Gymnasium spec; give the reward to "
+        "reach: callbacks.stop=<reward>",
+    ),
+    "stop on nonsense": (["callbacks.stop=banana"], "callbacks.stop=banana: expected solved, a reward (a number)"),
+    "stop without evaluations": (
+        ["callbacks.stop.reward_threshold=400", "callbacks.eval.freq=0"],
+        "callbacks.stop ends training after a periodic evaluation, and callbacks.eval.freq=0 turns them off",
+    ),
+    "misspelt stop key": (["callbacks.stop.reward_treshold=400"], "reward_treshold"),
     "clip schedule without clip range": (
         ["algo=a2c", "schedule@clip_range_schedule=linear"],
         "clip_range_schedule: algo=",

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import FAST, rlexp_cli, train
+from PIL import Image
 
 # the test envs, a module written next to each run (imported as diag_envs:<Class>)
 ENVS = """import gymnasium as gym
@@ -104,7 +105,7 @@ def test_a_nan_observation_stops_the_run_at_once_and_keeps_its_checkpoints(tmp_p
     from stable_baselines3 import PPO
 
     (tmp_path / "diag_envs.py").write_text(ENVS)
-    result = rlexp_cli([*NAN_RUN, "hydra.run.dir=run"], cwd=tmp_path)
+    result = rlexp_cli([*NAN_RUN, "curves=true", "hydra.run.dir=run"], cwd=tmp_path)
     assert result.returncode == 1
     newest = tmp_path / "run" / "checkpoints" / "step_000000000256"
     expected = (
@@ -116,6 +117,8 @@ def test_a_nan_observation_stops_the_run_at_once_and_keeps_its_checkpoints(tmp_p
     assert (summary["status"], summary["error"]) == ("failed", f"Diverged: {expected}")
     assert not (tmp_path / "run" / "model.zip").exists()  # nothing saved after the NaN
     assert PPO.load(newest / "model.zip").num_timesteps == 256
+    with Image.open(tmp_path / "run" / "curves.png") as image:  # how it went until it failed
+        assert image.format == "PNG"
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import sys
 import time
 import zipfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import numpy as np
@@ -317,7 +317,7 @@ def test_a_stop_signal_abandons_a_periodic_evaluation_that_would_never_end(tmp_p
 def test_a_stop_signal_during_a_multiruns_final_evaluation_ends_the_sweep(tmp_path):
     no_periodic = ["callbacks=none", "callbacks.eval.freq=0"]  # FAST asks for periodic evaluations
     args = ["-m", "seed=0,1", *_endless_eval(tmp_path), *FAST, *no_periodic, "algo.n_steps=64", "algo.batch_size=64"]
-    args.append("hydra.sweep.dir=sweep")
+    args += ["hydra.sweep.dir=sweep", "curves=true"]
     with _ended(
         subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     ) as proc:
@@ -327,6 +327,9 @@ def test_a_stop_signal_during_a_multiruns_final_evaluation_ends_the_sweep(tmp_pa
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert "re-run the same command with hydra.sweep.dir=sweep" in err.strip().splitlines()[-1]
     assert not (tmp_path / "sweep" / "1").exists()  # the next job never started
+    # the figure being drawn beside the final evaluation is dropped with its drawing process
+    assert not [p.name for p in (tmp_path / "sweep" / "0").glob("*curves*")]
+    assert not [cmd for cmd in _command_lines() if "rlexp.plots.curves" in cmd and str(tmp_path) in cmd]
     stopped = json.loads((tmp_path / "sweep" / "0" / "summary.json").read_text())
     assert (stopped["status"], stopped["steps_done"]) == ("interrupted", 256)  # all trained, not evaluated
     (tmp_path / "release").write_text("")
@@ -334,6 +337,16 @@ def test_a_stop_signal_during_a_multiruns_final_evaluation_ends_the_sweep(tmp_pa
     assert again.returncode == 0, again.stderr[-2000:]
     for job in ("0", "1"):
         assert json.loads((tmp_path / "sweep" / job / "summary.json").read_text())["status"] == "completed"
+        assert (tmp_path / "sweep" / job / "curves.png").is_file()
+
+
+def _command_lines() -> list[str]:
+    """The command lines of this machine's processes."""
+    out = []
+    for path in Path("/proc").glob("[0-9]*/cmdline"):
+        with suppress(OSError):  # ended meanwhile
+            out.append(path.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return out
 
 
 LATE = """import os

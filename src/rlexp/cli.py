@@ -49,6 +49,14 @@ _check_options: argparse.Namespace | None = None  # set for `rlexp check`
 @hydra.main(version_base="1.3", config_path="pkg://rlexp.conf", config_name="config")
 def app(cfg: DictConfig) -> float:
     """Train one agent as configured; returns the final mean evaluation reward (for sweepers)."""
+    return train_job(cfg)
+
+
+def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
+    """The Hydra task of `rlexp` and of ``rlexp.train``: trains the job of the current HydraConfig.
+
+    A user error of a single run exits with its line (``exit_on_error``, the command) or is raised (the
+    Python API), after removing what the refused run created."""
     # torch and SB3 load only when a run starts (fast --help, --cfg)
     from rlexp.run.lock import InUse
     from rlexp.run.manager import run
@@ -94,7 +102,7 @@ def app(cfg: DictConfig) -> float:
         elif multirun and only_hydra_files(run_dir) and not isinstance(err, InUse):  # an owner's dir stays
             shutil.rmtree(run_dir, ignore_errors=True)
         # a multirun job re-raises, so that the launcher records the failure and the sweep goes on
-        if _FULL_ERROR or multirun:
+        if _FULL_ERROR or multirun or not exit_on_error:
             raise
         _exit_with(err)
 
@@ -156,7 +164,7 @@ def _job_died(err: Exception) -> None:
     sys.exit(1)
 
 
-def _whole_numbers(args: list[str]) -> list[str]:
+def whole_numbers(args: list[str]) -> list[str]:
     """``n_timesteps=1e6`` -> ``n_timesteps=1000000`` for keys typed int: RL papers and RL Zoo's YAML
     write budgets and sizes as floats, which the typed schema would refuse. Sweeps (``1e5,1e6``) too."""
     keys = integer_keys()
@@ -181,7 +189,7 @@ def main() -> None:
         scratch = _as_check(sys.argv[2:])
     elif len(sys.argv) > 1 and is_verb(sys.argv[1]):  # rlexp evaluate RUN ...: a command that reads runs
         run_verb(sys.argv[1:])
-    sys.argv[1:] = _whole_numbers(sys.argv[1:])
+    sys.argv[1:] = whole_numbers(sys.argv[1:])
     try:
         _main()
     finally:
@@ -222,12 +230,12 @@ def _app() -> None:
     try:
         app()
     except (Exception, Refused) as err:
-        multirun_end = sys.modules.get("rlexp.report.multirun_end")  # (loaded by Hydra's callbacks, if at all)
+        multirun_end = sys.modules.get("rlexp.reporting.multirun_end")  # (loaded by Hydra's callbacks, if at all)
         if multirun_end is not None and type(err).__name__ != "UncompletedJobError":
             multirun_end.report_after_failure()
         raise
     finally:
-        multirun_end = sys.modules.get("rlexp.report.multirun_end")
+        multirun_end = sys.modules.get("rlexp.reporting.multirun_end")
         if multirun_end is not None:
             multirun_end.forget()
 

@@ -197,6 +197,7 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
 
     check_static(cfg, choices, overrides)
     _check_extra_callbacks(cfg)
+    _check_stop(cfg)
     if cfg.env.check and not resuming:
         check_env(cfg.env)
     probe = probe_env(cfg.env, cfg.seed)
@@ -206,6 +207,17 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
     finally:
         probe.close()
     return found + _warnings(cfg)
+
+
+def _check_stop(cfg: DictConfig) -> None:
+    """callbacks.stop: a reward the periodic evaluations can reach."""
+    from rlexp.run.callbacks import eval_freq, stop_threshold
+
+    if stop_threshold(cfg) is not None and eval_freq(cfg) <= 0:
+        raise ConfigError(
+            "callbacks.stop ends training after a periodic evaluation, and callbacks.eval.freq=0 turns them off; "
+            "give callbacks.eval.freq > 0"
+        )
 
 
 def job_config(config: DictConfig) -> DictConfig:

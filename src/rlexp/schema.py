@@ -260,6 +260,10 @@ class CallbacksConfig:
     progress_bar: bool = False
     # name -> {_target_: a BaseCallback subclass, ...args}
     extra: Dict[str, Any] = field(default_factory=dict)
+    # end training once a periodic evaluation's mean reaches a reward, then save and evaluate as usual:
+    # callbacks.stop=solved (the env spec's reward_threshold, CartPole-v1: 475), callbacks.stop=<reward> or
+    # callbacks.stop.reward_threshold=<reward>; null (the default): train the whole budget
+    stop: Any = field(default_factory=lambda: {"reward_threshold": None})
 
 
 @dataclass

@@ -61,6 +61,21 @@ def add_agent_arguments(parser: argparse.ArgumentParser, episodes: int, verb: st
     parser.add_argument("--stochastic", action="store_true", help="sample actions (default: the run's setting)")
 
 
+class _RaisingParser(argparse.ArgumentParser):
+    """The verb's parser for the Python API: a bad argument raises ConfigError instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{self.prog}: {message}")
+
+
+def verb_arguments(verb: str, args: list[str]) -> argparse.Namespace:
+    """``rlexp <verb> <args>``'s arguments, parsed and checked as the command does (rlexp.api calls the
+    verbs' functions with them)."""
+    parser = _RaisingParser(prog=f"rlexp {verb}")
+    importlib.import_module(f"rlexp.commands.{verb}").add_arguments(parser)
+    return parser.parse_args(args)
+
+
 def is_verb(arg: str) -> bool:
     """A bare word (no ``=``, no leading ``-``, ``+`` or ``~``), which no Hydra override is."""
     return arg.isidentifier()

@@ -87,6 +87,13 @@ def _interval(ci: list[float] | None) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    record, out = score(args)
+    _print(record, out)
+    return 0
+
+
+def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    """Plays and scores the episodes; returns the record written to ``<out>.json`` and ``out``."""
     from rlexp.cluster.launchers import job_threads
     from rlexp.run.saved import open_agent
     from rlexp.run.saving import atomic_write_json, atomic_write_text
@@ -114,8 +121,7 @@ def main(args: argparse.Namespace) -> int:
     out = agent.out_dir / "eval" / stem
     atomic_write_text(out.with_suffix(".csv"), _csv(episodes))
     atomic_write_json(out.with_suffix(".json"), record)
-    _print(record, out)
-    return 0
+    return record, out
 
 
 def _print(record: dict[str, Any], out: Path) -> None:

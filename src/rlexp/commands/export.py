@@ -15,9 +15,14 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rlexp.commands import positive_int
 from rlexp.errors import ConfigError
+
+if TYPE_CHECKING:  # SB3 and torch: loaded once the arguments are good
+    from rlexp.export.make import Exported
+    from rlexp.run.saved import SavedAgent
 
 CHOICES = ("onnx", "torchscript", "all")
 
@@ -38,6 +43,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    agent, out, done = export(args, sys.argv[2:])
+    parity, policy = done.parity, done.policy
+    print(
+        f"rlexp: exported the {agent.name} agent ({policy['algo_class'].rsplit('.', 1)[-1]} on {policy['env']['id']}) "
+        f"to {out}, checked on {parity['observations']:,} observations of {parity['episodes']} episodes"
+    )
+    from rlexp.export.formats import FILES, RUNTIME_FILES
+    from rlexp.export.make import PARITY_FILE, POLICY_FILE
+
+    for runtime, check in parity["checks"].items():
+        file = FILES[RUNTIME_FILES[runtime]]
+        if "error" in check:  # (only the reported int8 check may fail and leave the export standing)
+            print(f"  {file:<17} {runtime:<17} not written: {check['error']}")
+            continue
+        diffs = ", ".join(_difference(name, row) for name, row in check["outputs"].items())
+        verdict = ("matches" if check["passed"] else "differs") + ("" if check["required"] else " (reported only)")
+        print(f"  {file:<17} {runtime:<17} {verdict}: {diffs}")
+    print(f"  how to run it: {out / POLICY_FILE}; the check: {out / PARITY_FILE}")
+    return 0
+
+
+def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path, Exported]:
+    """Exports and checks the agent; returns it, the export's dir and what was written. ``argv``: the
+    command's arguments, recorded in policy.json as the command that makes the export again."""
     formats = ["onnx", "torchscript"] if args.format == "all" else [args.format]
     if args.quantize and "onnx" not in formats:
         raise ConfigError(f"--quantize {args.quantize} quantizes the ONNX file: use --format onnx or all")
@@ -52,8 +81,7 @@ def main(args: argparse.Namespace) -> int:
             f"{args.run}: trained with backend=sbx, whose JAX networks rlexp cannot export yet "
             "(ONNX and TorchScript export take SB3's torch agents: train with backend=sb3)"
         )
-    from rlexp.export.formats import FILES, RUNTIME_FILES
-    from rlexp.export.make import PARITY_FILE, POLICY_FILE, default_out, export_agent
+    from rlexp.export.make import POLICY_FILE, default_out, export_agent
 
     out = check_replaceable(args.out or default_out(agent), [agent.out_dir], POLICY_FILE)
     if "onnx" in formats:
@@ -64,23 +92,9 @@ def main(args: argparse.Namespace) -> int:
 
     threads = job_threads(agent.cfg.torch_threads)
     torch.set_num_threads(threads)
-    command = shlex.join(["rlexp", "export", *sys.argv[2:]])
+    command = shlex.join(["rlexp", "export", *argv])
     done = export_agent(agent, formats, out, args.check_episodes, bool(args.quantize), command, threads)
-    parity, policy = done.parity, done.policy
-    print(
-        f"rlexp: exported the {agent.name} agent ({policy['algo_class'].rsplit('.', 1)[-1]} on {policy['env']['id']}) "
-        f"to {out}, checked on {parity['observations']:,} observations of {parity['episodes']} episodes"
-    )
-    for runtime, check in parity["checks"].items():
-        file = FILES[RUNTIME_FILES[runtime]]
-        if "error" in check:  # (only the reported int8 check may fail and leave the export standing)
-            print(f"  {file:<17} {runtime:<17} not written: {check['error']}")
-            continue
-        diffs = ", ".join(_difference(name, row) for name, row in check["outputs"].items())
-        verdict = ("matches" if check["passed"] else "differs") + ("" if check["required"] else " (reported only)")
-        print(f"  {file:<17} {runtime:<17} {verdict}: {diffs}")
-    print(f"  how to run it: {out / POLICY_FILE}; the check: {out / PARITY_FILE}")
-    return 0
+    return agent, out, done
 
 
 def _need_onnx() -> None:

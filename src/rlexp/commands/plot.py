@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from rlexp.errors import ConfigError
-from rlexp.report.runs import runs_in
+from rlexp.reporting.runs import runs_in
 
 FORMATS = ("png", "pdf", "svg")
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import Any
 
 from rlexp.commands import nonnegative_int, positive_int
 from rlexp.errors import ConfigError
@@ -76,9 +77,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rlexp.report.compute import Settings
-    from rlexp.report.make import aggregate_lines, collect, default_out, write_report
-    from rlexp.report.metrics import parse_metric
+    report, out = make(args)
+    counts = report["counts"]
+    left = f", {counts['left_out']} left out (listed in report.md)" if counts["left_out"] else ""
+    print(f"rlexp report: {counts['used']} runs in {counts['groups']} groups{left}")
+    from rlexp.reporting.make import aggregate_lines
+
+    for line in aggregate_lines(report):
+        print(f"  {line}")
+    print(f"rlexp report: written to {out / 'report.md'}")
+    return 0
+
+
+def make(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    """Computes and writes the report; returns its numbers (report.json) and its dir."""
+    from rlexp.reporting.compute import Settings
+    from rlexp.reporting.make import collect, default_out, write_report
+    from rlexp.reporting.metrics import parse_metric
     from rlexp.run.saving import check_replaceable
 
     settings = Settings(
@@ -95,10 +110,4 @@ def main(args: argparse.Namespace) -> int:
     out = check_replaceable(args.out or default_out(args.paths), args.paths, "report.json")  # before the work
     runs, grids = collect(args.paths, settings.metric, group_by)
     report = write_report(runs, grids, out, settings, args.paths, (args.format,))
-    counts = report["counts"]
-    left = f", {counts['left_out']} left out (listed in report.md)" if counts["left_out"] else ""
-    print(f"rlexp report: {counts['used']} runs in {counts['groups']} groups{left}")
-    for line in aggregate_lines(report):
-        print(f"  {line}")
-    print(f"rlexp report: written to {out / 'report.md'}")
-    return 0
+    return report, out

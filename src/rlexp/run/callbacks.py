@@ -9,10 +9,17 @@ from typing import Any
 import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig
-from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
+from stable_baselines3.common.callbacks import (
+    BaseCallback,
+    CallbackList,
+    EvalCallback,
+    StopTrainingOnRewardThreshold,
+)
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlexp.errors import ConfigError
 from rlexp.run.diagnostics import FiniteTraining
+from rlexp.run.envs import resolve_spec
 from rlexp.run.saving import atomic_write_json, remove_partial_saves, replace_durably, save_agent_dir
 
 BEST_DIR = "best"
@@ -164,6 +171,41 @@ class RunEvalCallback(EvalCallback):
         return keep_going
 
 
+class StopWhenSolved(StopTrainingOnRewardThreshold):
+    """SB3's stop on a reward threshold, run after each periodic evaluation (so its best mean is the one
+    that counts, also when restored on resume); remembers the step it stopped at."""
+
+    def __init__(self, reward_threshold: float) -> None:
+        super().__init__(reward_threshold)
+        self.stopped_at: int | None = None
+
+    def _on_step(self) -> bool:
+        keep_going = super()._on_step()
+        if not keep_going:
+            self.stopped_at = self.num_timesteps
+        return keep_going
+
+
+def stop_threshold(cfg: DictConfig) -> float | None:
+    """The reward a periodic evaluation must reach to end training (callbacks.stop); None: never."""
+    stop = cfg.callbacks.stop
+    if isinstance(stop, DictConfig) and set(stop.keys()) == {"reward_threshold"}:
+        stop = stop.reward_threshold
+    if stop is None:
+        return None
+    if stop == "solved":
+        threshold = resolve_spec(cfg.env.id).reward_threshold
+        if threshold is None:
+            raise ConfigError(
+                f"callbacks.stop=solved: {cfg.env.id} has no reward_threshold in its Gymnasium spec; give the "
+                "reward to reach: callbacks.stop=<reward>"
+            )
+        return float(threshold)
+    if isinstance(stop, (int, float)) and not isinstance(stop, bool) and np.isfinite(stop):
+        return float(stop)
+    raise ConfigError(f"callbacks.stop={stop}: expected solved, a reward (a number) or null")
+
+
 def eval_freq(cfg: DictConfig) -> int:
     """Env steps (summed over envs) between periodic evaluations; 0: none."""
     eval_cfg = cfg.callbacks.eval
@@ -176,11 +218,12 @@ def build_callbacks(
     eval_env: VecEnv | None,
     stopper: BaseCallback,
     after_eval: BaseCallback | None = None,
+    solved: StopWhenSolved | None = None,
 ) -> tuple[CallbackList, SaveBestCallback | None]:
     """All callbacks of the run, and the one that records the best evaluation (if evaluating).
 
-    ``after_eval`` runs after each periodic evaluation (a search's ReportToTrial); ``stopper`` (the run's
-    StopOnSignal) comes before the evaluations and may abandon one under way.
+    ``after_eval`` runs after each periodic evaluation (a search's ReportToTrial), then ``solved``;
+    ``stopper`` (the run's StopOnSignal) comes before the evaluations and may abandon one under way.
     """
     cb_cfg = cfg.callbacks
     # the finite check first: a diverged agent is never saved, not even as a checkpoint
@@ -190,17 +233,20 @@ def build_callbacks(
     freq = eval_freq(cfg)
     if freq > 0 and eval_env is not None:
         save_best = SaveBestCallback(run_dir / BEST_DIR)
+        after = [cb for cb in (after_eval, solved) if cb is not None]
         eval_cb = RunEvalCallback(
             eval_env,
             stopper=stopper,
             callback_on_new_best=save_best,
-            callback_after_eval=after_eval,
+            callback_after_eval=after[0] if len(after) == 1 else CallbackList(after) if after else None,
             n_eval_episodes=cb_cfg.eval.n_episodes,
             eval_freq=max(freq // cfg.env.n_envs, 1),
             log_path=str(run_dir),  # evaluations.npz, as RL Zoo's plotting scripts expect
             deterministic=cb_cfg.eval.deterministic,
             verbose=int(cfg.logger.verbose >= 2),  # rlexp.run.progress says how the evaluations go
         )
+        for cb in after:  # (EvalCallback makes itself the parent of its direct callback only)
+            cb.parent = eval_cb
         callbacks.append(eval_cb)
     if cb_cfg.checkpoint.freq > 0:
         callbacks.append(

@@ -34,11 +34,11 @@ from stable_baselines3.common.logger import configure
 from rlexp.cluster.launchers import job_threads
 from rlexp.errors import Diverged, Interrupted
 from rlexp.overrides import as_override
-from rlexp.plots.curves import write_run_curves
+from rlexp.plots.curves import BackgroundCurves
 from rlexp.run import lock
 from rlexp.run.backends import is_sbx, jax_device
 from rlexp.run.baseline import random_baseline
-from rlexp.run.callbacks import ReportToTrial, build_callbacks, eval_freq
+from rlexp.run.callbacks import ReportToTrial, StopWhenSolved, build_callbacks, eval_freq, stop_threshold
 from rlexp.run.diagnostics import no_better_than_random
 from rlexp.run.envs import build_vec_env, closed_at_end
 from rlexp.run.evaluation import build_eval_env, final_evaluation
@@ -119,10 +119,11 @@ def run(
         atomic_write_json(run_dir / "summary.json", summary)
         stopper = StopOnSignal(run_dir)
         stopper.install()
+        curves = BackgroundCurves(run_dir, _title(summary)) if cfg.curves else None
         try:
             # (without diagnostics.finite, torch's own argument checks are the only NaN check left)
             with unchecked_distributions() if cfg.diagnostics.finite else nullcontext():
-                _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper)
+                _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper, curves)
         except BaseException as err:
             if isinstance(err, OSError) and err.filename is None:  # e.g. ENOSPC from inside a writer
                 err.filename = str(run_dir)
@@ -133,8 +134,11 @@ def run(
                 log.error("could not record status %s in %s: %s", summary["status"], run_dir, write_err)
             finally:  # a second signal before the status is written must not cut the write
                 stopper.restore()
-            if summary["status"] == "failed" and cfg.curves:  # how it went until it failed
-                write_run_curves(run_dir, _title(summary))
+            if curves is not None and summary["status"] == "failed":  # how it went until it failed
+                curves.draw()
+                curves.finish()
+            elif curves is not None:
+                curves.cancel()
             if isinstance(err, Interrupted):
                 err.checkpoint, err.command = run_dir / RESUME_DIR, rerun
                 err.forward()  # e.g. submitit's handler: requeues the SLURM job, which then resumes here
@@ -145,8 +149,8 @@ def run(
         finally:
             stopper.restore()
         shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
-        if cfg.curves:
-            write_run_curves(run_dir, _title(summary))
+        if curves is not None:
+            curves.finish()
         final, best, baseline = summary["final_eval"], summary["best_eval"], summary.get("random_baseline")
         for found in summary.get("diagnostics", []):
             print(f"rlexp: warning: {found}")
@@ -170,10 +174,12 @@ def _train_and_evaluate(
     reporter: ReportToTrial | None,
     resume: ResumePoint | None,
     stopper: StopOnSignal,
+    curves: BackgroundCurves | None,
 ) -> None:
     """Builds, trains, saves and scores the agent, filling ``summary`` as it goes.
 
-    ``resume``: the saved agent of this run's earlier part, to continue from.
+    ``resume``: the saved agent of this run's earlier part, to continue from; ``curves``: told to draw
+    once training has ended, so that the figure is drawn beside the final evaluation.
     """
     if resume is not None:
         stats = resume.path / VECNORMALIZE_FILE
@@ -226,7 +232,9 @@ def _train_and_evaluate(
             # learn() counts a continued agent's steps on from its own
             summary["target_steps"] = summary["start_step"] * (cfg.trained_agent is not None) + cfg.n_timesteps
             atomic_write_json(run_dir / "summary.json", summary)  # a run killed from here on can be resumed
-        callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, stopper, after_eval=reporter)
+        threshold = stop_threshold(cfg)
+        solved = StopWhenSolved(threshold) if threshold is not None and eval_env is not None else None
+        callbacks, save_best = build_callbacks(cfg, run_dir, eval_env, stopper, after_eval=reporter, solved=solved)
         progress = None
         if cfg.logger.verbose >= 1 and not cfg.callbacks.progress_bar:  # (SB3's own bar otherwise)
             progress = Progress(summary["target_steps"], save_best.parent if save_best else None)
@@ -262,6 +270,10 @@ def _train_and_evaluate(
         if reporter is not None and reporter.pruned_at is not None:
             raise optuna.TrialPruned(f"trial {reporter.trial.number} pruned at step {reporter.pruned_at}")
         train_seconds = time.perf_counter() - started
+        if solved is not None:  # (a resumed run that had stopped early has nothing left to train)
+            summary.update(stop_reward_threshold=threshold, stopped_early_at=solved.stopped_at)
+        if curves is not None:
+            curves.draw()
         save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
         summary.update(
             train_seconds=round(train_seconds, 2),

@@ -271,12 +271,12 @@ def _describe(space: Any) -> str:
     return f"{type(space).__name__}{shape}" if type(space).__name__ == "Box" else str(space)[:200]
 
 
-def load_agent(cfg: DictConfig, zip_path: Path, device: str | None = None) -> BaseAlgorithm:
-    """A saved agent to act with (no env, no replay buffer): for the commands that read runs; on
-    ``device``, by default the run's."""
+def load_agent(cfg: DictConfig, zip_path: Path, device: str | None = None, env: VecEnv | None = None) -> BaseAlgorithm:
+    """A saved agent to act with (no replay buffer; ``env`` attached, if given): for the commands that
+    read runs; on ``device``, by default the run's."""
     cls = algo_class(cfg)
     try:
-        return cls.load(zip_path, device=device or resolve_device(cfg), print_system_info=False)
+        return cls.load(zip_path, env=env, device=device or resolve_device(cfg), print_system_info=False)
     except Exception as err:  # a damaged file, or another algorithm's
         raise ConfigError(f"{zip_path}: cannot be loaded as {cls.__name__} ({one_line_error(err)})") from None
 

@@ -1,5 +1,5 @@
 """A report from paths to files: find the runs, score them, compute, write, draw. Shared by `rlexp report`
-and by the end of a seed multirun (rlexp.report.multirun_end)."""
+and by the end of a seed multirun (rlexp.reporting.multirun_end)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.errors import ConfigError
-from rlexp.report.compute import Settings, compute
-from rlexp.report.metrics import Grid, Metric, common_grid, score_runs
-from rlexp.report.runs import Run, assign_groups, read_run, runs_in
+from rlexp.reporting.compute import Settings, compute
+from rlexp.reporting.metrics import Grid, Metric, common_grid, score_runs
+from rlexp.reporting.runs import Run, assign_groups, read_run, runs_in
 from rlexp.run.saving import check_replaceable, replaced_dir
 
 
@@ -56,8 +56,8 @@ def write_report(
     """Computes the report of collected runs and writes it into ``out``; returns its numbers (report.json).
 
     Written whole in a new hidden sibling dir, then swapped in (rlexp.run.saving.replaced_dir)."""
-    from rlexp.report.figures import draw_all
-    from rlexp.report.write import write_all
+    from rlexp.reporting.figures import draw_all
+    from rlexp.reporting.write import write_all
 
     out = check_replaceable(out, inputs, "report.json")
     report = compute(runs, grids, settings)

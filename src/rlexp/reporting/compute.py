@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from rlexp.errors import ConfigError
-from rlexp.report.metrics import Grid, Metric, on_grid
-from rlexp.report.runs import Run, differing_keys
+from rlexp.reporting.metrics import Grid, Metric, on_grid
+from rlexp.reporting.runs import Run, differing_keys
 from rlexp.stats import bootstrap, significance
 
 BAND_REPS = 2_000  # resamples for the bands of the figures: a band to see, not a number to report
@@ -341,7 +341,7 @@ def _normalization(s: Settings, envs: list[str], randoms: dict[str, float | None
 
 
 def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict[str, Any]:
-    """The report of ``runs`` (scored: see rlexp.report.metrics), as one JSON-ready dict."""
+    """The report of ``runs`` (scored: see rlexp.reporting.metrics), as one JSON-ready dict."""
     used = [r for r in runs if r.left_out is None]
     if not used:
         raise ConfigError(

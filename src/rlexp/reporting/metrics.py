@@ -9,7 +9,7 @@ import numpy as np
 from scipy.integrate import trapezoid
 
 from rlexp.errors import ConfigError
-from rlexp.report.runs import Run
+from rlexp.reporting.runs import Run
 
 METRICS = {
     "final": "the final evaluation's mean return (summary.json final_eval)",
@@ -88,7 +88,7 @@ def score_runs(runs: list[Run], metric: Metric, grids: dict[str, Grid | None]) -
             continue
         grid = grids.get(run.env)
         if metric.name == "final":
-            run.score = float(run.summary["final_eval"]["mean"])  # (a number: rlexp.report.runs checked it)
+            run.score = float(run.summary["final_eval"]["mean"])  # (a number: rlexp.reporting.runs checked it)
         elif metric.name == "best":
             best = run.summary.get("best_eval")
             if isinstance(best, dict) and isinstance(best.get("mean"), (int, float)):

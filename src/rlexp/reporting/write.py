@@ -1,5 +1,5 @@
 """The report's files, all from report.json's numbers: report.md, groups.csv, runs.csv, comparisons.csv,
-table.tex (booktabs) and report.json itself, into the staging dir that rlexp.report.make swaps in whole."""
+table.tex (booktabs) and report.json itself, into the staging dir that rlexp.reporting.make swaps in whole."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rlexp.report.compute import ALL_ENVS
+from rlexp.reporting.compute import ALL_ENVS
 
 READING = """\
 **IQM** (interquartile mean) is the mean of the middle 50% of the runs' scores: unlike the mean it is not

@@ -22,9 +22,9 @@ def _report(sweep_dir: Path, why: str = "") -> None:
     if not sweep_dir.is_dir() or not any(sweep_dir.glob("*/summary.json")):
         return  # (every job refused before it wrote a run: the error says it all)
     try:
-        from rlexp.report.compute import Settings
-        from rlexp.report.make import aggregate_lines, collect, write_report
-        from rlexp.report.metrics import parse_metric
+        from rlexp.reporting.compute import Settings
+        from rlexp.reporting.make import aggregate_lines, collect, write_report
+        from rlexp.reporting.metrics import parse_metric
 
         settings = Settings(metric=parse_metric("final"))
         runs, grids = collect([sweep_dir], settings.metric)

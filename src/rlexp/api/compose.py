@@ -1,0 +1,123 @@
+"""Hydra's compose API over rlexp's configs: overrides handled and checked as the command does."""
+
+from __future__ import annotations
+
+import copy
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.errors import ConfigError
+
+# configs returned by compose(): id -> (the config, weakly; its overrides; the config as composed)
+_composed: dict[int, tuple[weakref.ref[DictConfig], list[str], DictConfig]] = {}
+
+
+@contextmanager
+def hydra_session() -> Iterator[Any]:
+    """rlexp's configs in Hydra's global state for the length of one call, cleared after it (also after an
+    error): Hydra holds one global instance, which a notebook that composes or trains twice would
+    otherwise find taken. Yields Hydra's instance."""
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    import rlexp.cli  # noqa: F401  (registers the typed schema and rlexp's Hydra plugins)
+
+    GlobalHydra.instance().clear()  # (one left by a call that was itself interrupted)
+    try:
+        with initialize_config_module(config_module="rlexp.conf", version_base="1.3", job_name="rlexp"):
+            yield GlobalHydra.instance().hydra
+    finally:
+        GlobalHydra.instance().clear()
+        HydraConfig.instance().cfg = None
+
+
+def user_error(err: BaseException) -> ConfigError:
+    """Hydra's and OmegaConf's errors as the command's one line."""
+    from rlexp.cli import one_line
+
+    return ConfigError(one_line(err))
+
+
+def checked_overrides(overrides: Sequence[str]) -> list[str]:
+    """A list of ``key=value`` strings, numbers written as the command takes them (n_timesteps=1e5)."""
+    from rlexp.cli import whole_numbers
+
+    if isinstance(overrides, str) or not all(isinstance(o, str) for o in overrides):
+        raise ConfigError(f"overrides: expected a list of 'key=value' strings, got {overrides!r}")
+    return whole_numbers(list(overrides))
+
+
+def compose(overrides: Sequence[str] = ()) -> DictConfig:
+    """The experiment config that ``rlexp <overrides>`` would train, checked as the command checks a
+    config before building anything (unknown keys, ranges, device). Pass it to ``rlexp.train``, changed
+    or not: the run records the overrides that make it, so its command.txt re-runs it from the shell."""
+    from hydra import compose as hydra_compose
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rlexp.front_door import check_static, job_config
+
+    overrides = checked_overrides(overrides)
+    with hydra_session():
+        try:
+            full = hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
+            cfg = job_config(full)
+            check_static(cfg, dict(full.hydra.runtime.choices), overrides)
+        except (HydraException, OmegaConfBaseException) as err:
+            raise user_error(err) from None
+    key = id(cfg)
+    _composed[key] = (weakref.ref(cfg, lambda _: _composed.pop(key, None)), overrides, copy.deepcopy(cfg))
+    return cfg
+
+
+def overrides_of(cfg: DictConfig) -> list[str]:
+    """The overrides that compose ``cfg``: those it was composed with, then its changes since."""
+    found = _composed.get(id(cfg))
+    if found is None or found[0]() is not cfg:
+        raise ConfigError("rlexp.train takes a config returned by rlexp.compose, or a list of overrides")
+    _, overrides, composed = found
+    return [*overrides, *changes(composed, cfg)]
+
+
+def changes(before: DictConfig, after: DictConfig) -> list[str]:
+    """Hydra overrides that turn ``before`` into ``after``: changed keys, added (+) and removed (~) ones."""
+    return _changed(_plain(before), _plain(after), "")
+
+
+def _plain(cfg: DictConfig) -> dict[str, Any]:
+    return OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)  # type: ignore[return-value]
+
+
+def _changed(before: dict[str, Any], after: dict[str, Any], prefix: str) -> list[str]:
+    out = []
+    for key, value in after.items():
+        path = f"{prefix}{key}"
+        if key not in before:
+            out.append(f"+{path}={_value(value)}")
+        elif isinstance(value, dict) and isinstance(before[key], dict):
+            out += _changed(before[key], value, f"{path}.")
+        elif value != before[key] or type(value) is not type(before[key]):
+            out.append(f"{path}={_value(value)}")
+    out += [f"~{prefix}{key}" for key in before if key not in after]
+    return out
+
+
+def _value(value: Any) -> str:
+    """A value in Hydra's override grammar."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_value(v)}" for k, v in value.items()) + "}"
+    text = str(value)
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

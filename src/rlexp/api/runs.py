@@ -1,0 +1,136 @@
+"""Runs on disk, read through the run-dir contract training writes, and the verbs that read them
+(evaluate, export, report) called with the command's arguments and checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig
+
+from rlexp.errors import ConfigError
+
+if TYPE_CHECKING:  # SB3, torch and pandas load when used
+    import pandas as pd
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+# report.json's tables: one row per group, per aggregate over envs, per comparison of two groups, per run
+REPORT_TABLES = ("groups", "aggregate", "comparisons", "runs")
+
+
+class Run:
+    """A run dir: its config.yaml, summary.json and saved agents (final, best, step_<N>)."""
+
+    def __init__(self, path: str | Path) -> None:
+        from rlexp.run.run_dir import CONFIG_FILE
+
+        self.dir = Path(path)
+        if not (self.dir / CONFIG_FILE).is_file():
+            raise ConfigError(f"{path}: no {CONFIG_FILE} (not an rlexp run dir)")
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.dir)!r})"
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """summary.json as it is now (status, scores, steps, versions...)."""
+        from rlexp.run.run_dir import read_summary
+
+        summary = read_summary(self.dir, remedy="not a run dir of this rlexp?")
+        if summary is None:
+            raise ConfigError(f"{self.dir}: no summary.json (the run never started)")
+        return summary
+
+    @property
+    def config(self) -> DictConfig:
+        """The config the run trained with (config.yaml, typed by the schema)."""
+        from rlexp.run.run_dir import read_config
+
+        return read_config(self.dir, remedy="not a run dir of this rlexp?")
+
+    def load_agent(self, which: str = "final") -> BaseAlgorithm:
+        """The agent ``which`` (final, best or step_<N>), its env the run's eval env with the agent's
+        VecNormalize statistics, frozen: ``env = model.get_env(); model.predict(env.reset())``."""
+        from rlexp.run.envs import build_vec_env
+        from rlexp.run.model import load_agent
+        from rlexp.run.saved import open_agent
+
+        agent = open_agent(str(self.dir), which)
+        env = build_vec_env(agent.cfg.env, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=1)
+        return load_agent(agent.cfg, agent.model, env=env)
+
+    def evaluate(self, **options: Any) -> dict[str, Any]:
+        """``rlexp evaluate RUN`` with ``options`` as its flags (episodes=100, agent="final", seed=None,
+        stochastic=False, n_envs=None); returns the record it writes to RUN/eval/*.json (mean, IQM, their
+        95% CIs, returns...)."""
+        from rlexp.commands import evaluate
+
+        with _torch_threads_kept():
+            record, _ = evaluate.score(_arguments("evaluate", [str(self.dir)], options))
+        return record
+
+    def export(self, **options: Any) -> Path:
+        """``rlexp export RUN`` with ``options`` as its flags (agent="final", format="all", out=None,
+        check_episodes=5, quantize=None); returns the export's dir (policy.onnx, policy.pt, policy.json,
+        parity.json). A failed parity check raises ConfigError and keeps the earlier export."""
+        from rlexp.commands import export
+
+        argv = [str(self.dir), *_flags(options)]
+        with _torch_threads_kept():
+            _, out, _ = export.export(_arguments("export", argv, {}), argv)
+        return out
+
+
+def load_run(path: str | Path) -> Run:
+    """The run in ``path`` (a run dir, also a search trial's or a SLURM job's)."""
+    return Run(path)
+
+
+def report(paths: Sequence[str | Path], **options: Any) -> dict[str, pd.DataFrame]:
+    """``rlexp report PATHS`` with ``options`` as its flags (group_by="algo", metric="final", target=None,
+    baseline=None, out=None, reps=50000, ci=0.95, seed=0, format="png"); writes the report's dir as the
+    command does and returns its tables as pandas DataFrames: groups (per group and env: IQM, mean,
+    their CIs...), aggregate (over envs), comparisons (pairs of groups: difference, p-value, power) and
+    runs (one row per run, its group and score). Needs pandas: pip install 'rlexp[pandas]'."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ConfigError("rlexp.report returns pandas DataFrames: pip install 'rlexp[pandas]'") from None
+    from rlexp.commands import report as report_command
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    made, _ = report_command.make(_arguments("report", [str(p) for p in paths], options))
+    return {table: pd.DataFrame(made.get(table) or []) for table in REPORT_TABLES}
+
+
+def _flags(options: dict[str, Any]) -> list[str]:
+    """``n_envs=4`` -> ``--n-envs 4``; True -> the bare flag; False and None -> left out."""
+    out = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            out.append(flag)
+        elif value is not None and value is not False:
+            out += [flag, str(value)]
+    return out
+
+
+def _arguments(verb: str, positional: list[str], options: dict[str, Any]) -> Any:
+    from rlexp.commands import verb_arguments
+
+    return verb_arguments(verb, [*positional, *_flags(options)])
+
+
+@contextmanager
+def _torch_threads_kept() -> Iterator[None]:
+    """The verbs set torch's threads for their work (the run's setting); the caller's count comes back."""
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
