@@ -50,6 +50,14 @@ def benchmark_zoo(session: nox.Session) -> None:
     session.run("python", "benchmarks/speed_vs_zoo.py", *session.posargs)
 
 
+@nox.session(name="benchmark-solved")
+def benchmark_solved(session: nox.Session) -> None:
+    """Time to a solved agent (callbacks.stop=solved) against RL Zoo's train.py on the tuned budget."""
+    _install(session)
+    session.install("rl_zoo3")
+    session.run("python", "benchmarks/time_to_solved.py", *session.posargs)
+
+
 @nox.session(name="benchmark-search")
 def benchmark_search(session: nox.Session) -> None:
     _install(session)

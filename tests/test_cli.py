@@ -84,9 +84,9 @@ BAD_INPUT = {
         "env.normalize_kwargs: TypeError",
     ),
     "stop when solved without a threshold": (
-        ["algo=sac", "env=pendulum", "callbacks.stop=solved"],
+        ["algo=sac", "env=pendulum", "env.reward_threshold=null", "callbacks.stop=solved"],
         "callbacks.stop=solved: Pendulum-v1 has no reward_threshold in its Gymnasium spec; give the reward to "
-        "reach: callbacks.stop=<reward>",
+        "reach: callbacks.stop=<reward> (or env.reward_threshold=<reward>)",
     ),
     "stop on nonsense": (["callbacks.stop=banana"], "callbacks.stop=banana: expected solved, a reward (a number)"),
     "stop without evaluations": (

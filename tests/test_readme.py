@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -149,3 +150,36 @@ def test_the_export_commands_run_as_shown(tmp_path):
         assert result.returncode == 0, (line, result.stderr[-3000:])
     assert (runs["ppo-cartpole"] / "export" / "policy.onnx").is_file()
     assert (runs["sac-pendulum"] / "export_best" / "policy.int8.onnx").is_file()
+
+
+def test_the_python_example_runs_as_shown(tmp_path):
+    block = _section("From Python").split("```python\n", 1)[1].split("```", 1)[0]
+    assert "n_timesteps=20000" in block
+    script = block.replace('"n_timesteps=20000"', '"n_timesteps=512", "callbacks.eval.freq=256"')
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = tmp_path / "runs" / "ppo"
+    assert "seed=1" in (run / "command.txt").read_text()
+    assert (run / "export" / "policy.onnx").is_file() and (tmp_path / "runs" / "report" / "report.md").is_file()
+    assert "iqm" in result.stdout.splitlines()[-2] and "CartPole-v1" in result.stdout.splitlines()[-1]
+
+
+def test_the_tracker_commands_run_as_shown(tmp_path):
+    section = _section("Usage").split("### Experiment trackers: W&B and MLflow\n", 1)[1].split("\n### ", 1)[0]
+    lines = [line.strip().split("  #", 1)[0].strip() for line in section.splitlines() if line.startswith("    rlexp")]
+    assert len(lines) == 4
+    env = {**os.environ, "HOME": str(tmp_path)}  # no W&B key: offline
+    env.pop("WANDB_API_KEY", None)
+    for line in lines:
+        args = shlex.split(line)[1:]
+        fast = [a for a in FAST if not a.startswith("logger=")]  # (FAST's logger=csv would replace the tracker's)
+        result = subprocess.run(
+            [shutil.which("rlexp") or "rlexp", *args, *fast],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert result.returncode == 0, (line, result.stderr[-3000:])
+    assert (tmp_path / "mlruns.db").is_file() and len(list((tmp_path / "outputs" / "ppo-cartpole").iterdir())) == 3

@@ -177,8 +177,10 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
     present on this machine, which is where the run will train)."""
     from rlexp.run.backends import algo_target, check_sbx_device, check_sbx_schedule, is_sbx
     from rlexp.run.model import check_device
+    from rlexp.trackers import check_installed
 
     reject_unknown_keys(cfg)
+    check_installed(cfg)
     _check_tuned(choices, overrides)
     _check_ranges(cfg)
     if is_sbx(cfg):  # (what needs sbx's classes is checked where the job runs)

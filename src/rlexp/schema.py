@@ -207,6 +207,8 @@ class EnvConfig:
     max_episode_steps: Optional[int] = None
     # run Gymnasium's env checker on one env before training
     check: bool = False
+    # the return that counts as solved (callbacks.stop=solved); null: the Gymnasium spec's reward_threshold
+    reward_threshold: Optional[float] = None
 
 
 # ----------------------------------------------------------------------------------- the rest
@@ -301,6 +303,41 @@ class RandomBaselineConfig:
     episodes: int = 10
 
 
+class WandbMode(str, Enum):
+    online = "online"
+    offline = "offline"  # written under RUN/wandb/, for `wandb sync`
+    disabled = "disabled"
+
+
+@dataclass
+class WandbConfig:
+    """A Weights & Biases run per rlexp run (logger=wandb; pip install 'rlexp[wandb]')."""
+
+    # logger=wandb turns it on; so does logger.wandb.enabled=true beside any other logger option
+    enabled: bool = False
+    project: str = "rlexp"
+    entity: Optional[str] = None
+    group: Optional[str] = None
+    # the W&B run's name (null: the run dir's); its id comes from the run dir, so a resumed run continues it
+    name: Optional[str] = None
+    tags: List[str] = field(default_factory=list)
+    # null: online when an API key is configured (wandb login, WANDB_API_KEY), else offline
+    mode: Optional[WandbMode] = None
+
+
+@dataclass
+class MlflowConfig:
+    """An MLflow run per rlexp run (logger=mlflow; pip install 'rlexp[mlflow]')."""
+
+    # logger=mlflow turns it on; so does logger.mlflow.enabled=true beside any other logger option
+    enabled: bool = False
+    # null: a SQLite store in the working directory, sqlite:///<cwd>/mlruns.db
+    tracking_uri: Optional[str] = None
+    experiment: str = "rlexp"
+    # the MLflow run's name (null: the run dir's)
+    run_name: Optional[str] = None
+
+
 @dataclass
 class LoggerConfig:
     # any of SB3's logger formats: stdout, csv, tensorboard, log, json
@@ -308,6 +345,9 @@ class LoggerConfig:
     # 0: rlexp's own lines only; 1: progress (a bar on a terminal, else a line per periodic evaluation);
     # 2: also SB3's messages and its table of training scalars at each log dump (stdout format)
     verbose: int = 1
+    # experiment trackers the run also reports to (config, scalars, final agent): logger=wandb, logger=mlflow
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
 
 
 @dataclass

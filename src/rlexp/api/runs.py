@@ -91,8 +91,8 @@ def load_run(path: str | Path) -> Run:
 def report(paths: Sequence[str | Path], **options: Any) -> dict[str, pd.DataFrame]:
     """``rlexp report PATHS`` with ``options`` as its flags (group_by="algo", metric="final", target=None,
     baseline=None, out=None, reps=50000, ci=0.95, seed=0, format="png"); writes the report's dir as the
-    command does and returns its tables as pandas DataFrames: groups (per group and env: IQM, mean,
-    their CIs...), aggregate (over envs), comparisons (pairs of groups: difference, p-value, power) and
+    command does and returns its tables as pandas DataFrames: groups (per group and env: IQM, mean...,
+    each with its CI as <name>_low and <name>_high), aggregate (over envs), comparisons (pairs of groups: difference, p-value, power) and
     runs (one row per run, its group and score). Needs pandas: pip install 'rlexp[pandas]'."""
     try:
         import pandas as pd
@@ -103,7 +103,18 @@ def report(paths: Sequence[str | Path], **options: Any) -> dict[str, pd.DataFram
     if isinstance(paths, (str, Path)):
         paths = [paths]
     made, _ = report_command.make(_arguments("report", [str(p) for p in paths], options))
-    return {table: pd.DataFrame(made.get(table) or []) for table in REPORT_TABLES}
+    return {table: pd.DataFrame([_flat(row) for row in made.get(table) or []]) for table in REPORT_TABLES}
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    """An estimate ``{"value", "low", "high"}`` as three columns: iqm, iqm_low, iqm_high."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, dict) and set(value) == {"value", "low", "high"}:
+            out.update({key: value["value"], f"{key}_low": value["low"], f"{key}_high": value["high"]})
+        else:
+            out[key] = value
+    return out
 
 
 def _flags(options: dict[str, Any]) -> list[str]:

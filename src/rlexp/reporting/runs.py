@@ -32,10 +32,11 @@ NOT_GROUPED = (
     "device",
     "torch_threads",
     "search_space",
+    "env.reward_threshold",  # (what callbacks.stop=solved reaches; callbacks.stop itself splits groups)
 )
 # keys added to the config since runs were first written, with the value that a run written before held
 # (its config.yaml lacks them): an older run and a newer one of the same condition are one group
-ADDED_KEYS = {"backend": "sb3"}
+ADDED_KEYS = {"backend": "sb3", "callbacks.stop.reward_threshold": None}
 _YAML = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there: 200 configs in a blink
 
 

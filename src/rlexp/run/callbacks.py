@@ -194,11 +194,13 @@ def stop_threshold(cfg: DictConfig) -> float | None:
     if stop is None:
         return None
     if stop == "solved":
-        threshold = resolve_spec(cfg.env.id).reward_threshold
+        threshold = cfg.env.reward_threshold
+        if threshold is None:
+            threshold = resolve_spec(cfg.env.id).reward_threshold
         if threshold is None:
             raise ConfigError(
                 f"callbacks.stop=solved: {cfg.env.id} has no reward_threshold in its Gymnasium spec; give the "
-                "reward to reach: callbacks.stop=<reward>"
+                "reward to reach: callbacks.stop=<reward> (or env.reward_threshold=<reward>)"
             )
         return float(threshold)
     if isinstance(stop, (int, float)) and not isinstance(stop, bool) and np.isfinite(stop):

@@ -59,6 +59,7 @@ from rlexp.run.progress import Progress
 from rlexp.run.run_dir import completed_run, config_difference, resumable_run
 from rlexp.run.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
 from rlexp.run.summary import new_summary, now, provenance, tuned_note
+from rlexp.trackers import Tracker, finish_trackers, start_trackers
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +121,12 @@ def run(
         stopper = StopOnSignal(run_dir)
         stopper.install()
         curves = BackgroundCurves(run_dir, _title(summary)) if cfg.curves else None
+        trackers: list[Tracker] = []
         try:
+            trackers = start_trackers(cfg, run_dir, summary)  # (their ids go in summary.json, for a resume)
             # (without diagnostics.finite, torch's own argument checks are the only NaN check left)
             with unchecked_distributions() if cfg.diagnostics.finite else nullcontext():
-                _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper, curves)
+                _train_and_evaluate(cfg, run_dir, summary, reporter, resume, stopper, curves, trackers)
         except BaseException as err:
             if isinstance(err, OSError) and err.filename is None:  # e.g. ENOSPC from inside a writer
                 err.filename = str(run_dir)
@@ -134,6 +137,7 @@ def run(
                 log.error("could not record status %s in %s: %s", summary["status"], run_dir, write_err)
             finally:  # a second signal before the status is written must not cut the write
                 stopper.restore()
+            finish_trackers(trackers, run_dir, summary)
             if curves is not None and summary["status"] == "failed":  # how it went until it failed
                 curves.draw()
                 curves.finish()
@@ -149,6 +153,7 @@ def run(
         finally:
             stopper.restore()
         shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
+        finish_trackers(trackers, run_dir, summary)
         if curves is not None:
             curves.finish()
         final, best, baseline = summary["final_eval"], summary["best_eval"], summary.get("random_baseline")
@@ -175,11 +180,13 @@ def _train_and_evaluate(
     resume: ResumePoint | None,
     stopper: StopOnSignal,
     curves: BackgroundCurves | None,
+    trackers: list[Tracker],
 ) -> None:
     """Builds, trains, saves and scores the agent, filling ``summary`` as it goes.
 
     ``resume``: the saved agent of this run's earlier part, to continue from; ``curves``: told to draw
-    once training has ended, so that the figure is drawn beside the final evaluation.
+    once training has ended, so that the figure is drawn beside the final evaluation; ``trackers``: get
+    SB3's scalars as they are logged.
     """
     if resume is not None:
         stats = resume.path / VECNORMALIZE_FILE
@@ -223,6 +230,7 @@ def _train_and_evaluate(
             model.set_logger(continued_logger(run_dir / "logs", formats, resume.step))
         else:
             model.set_logger(configure(str(run_dir / "logs"), formats))
+        model.logger.output_formats += [tracker.writer() for tracker in trackers]  # beside SB3's own formats
         if resume is None:
             if cfg.random_baseline.episodes:  # what the agent must beat; a stop signal abandons it
                 summary["random_baseline"] = random_baseline(

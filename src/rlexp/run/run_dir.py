@@ -72,7 +72,7 @@ def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictCo
 
 # how a run reports, not what it trains: a run resumed with other logger, curves or diagnostics settings
 # (or under an rlexp whose defaults for them changed, or that added some) is the same run
-NOT_COMPARED = ("logger", "curves", "diagnostics")
+NOT_COMPARED = ("logger", "curves", "diagnostics", "env.reward_threshold")
 
 
 def config_difference(cfg: DictConfig, run_dir: Path) -> str:
@@ -80,8 +80,11 @@ def config_difference(cfg: DictConfig, run_dir: Path) -> str:
     old = OmegaConf.to_container(read_config(run_dir), resolve=True)
     new = OmegaConf.to_container(cfg, resolve=True)
     for key in NOT_COMPARED:
-        old.pop(key, None)  # type: ignore[union-attr]
-        new.pop(key, None)  # type: ignore[union-attr]
+        *parents, last = key.split(".")
+        for config in (old, new):
+            for parent in parents:
+                config = config.get(parent) or {}  # type: ignore[union-attr,assignment]
+            config.pop(last, None)  # type: ignore[union-attr]
     return "" if old == new else _first_difference(old, new) or "?"
 
 

@@ -1,0 +1,99 @@
+"""Experiment trackers a run also reports to (logger.wandb, logger.mlflow), beside SB3's own formats:
+each gets the composed config when the run starts, SB3's scalars with their steps as they are logged,
+and the final agent, its statistics and summary.json as artifacts at the end. A resumed run continues
+its tracker run (the ids are kept in summary.json's ``trackers``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from omegaconf import DictConfig
+
+from rlexp.errors import ConfigError
+
+if TYPE_CHECKING:  # (the front door checks the extras without loading SB3)
+    from stable_baselines3.common.logger import KVWriter
+
+EXTRAS = {"wandb": "wandb", "mlflow": "mlflow"}  # tracker -> the module it needs (and the extra naming it)
+
+
+class Tracker(Protocol):
+    """One tracker run; ``record`` is what summary.json keeps of it (its id, where it is)."""
+
+    record: dict[str, Any]
+
+    def writer(self) -> KVWriter: ...
+
+    def finish(self, run_dir: Path, summary: dict[str, Any]) -> None: ...
+
+
+def requested(cfg: DictConfig) -> list[str]:
+    return [name for name in EXTRAS if (cfg.logger.get(name) or {}).get("enabled")]
+
+
+def check_installed(cfg: DictConfig) -> None:
+    """Refused before any run dir exists: a tracker whose library is missing."""
+    import importlib
+
+    for name in requested(cfg):
+        try:
+            importlib.import_module(EXTRAS[name])
+        except ImportError:
+            raise ConfigError(
+                f"logger={name} needs the {name} extra ({EXTRAS[name]} is missing): pip install 'rlexp[{name}]'"
+            ) from None
+    mode = cfg.logger.wandb.mode if "wandb" in requested(cfg) else None
+    if mode is not None and mode.value == "online":
+        from rlexp.trackers.wandb_tracker import default_mode
+
+        if default_mode() == "offline":
+            raise ConfigError(
+                "logger.wandb.mode=online: no W&B API key is configured (wandb login, or WANDB_API_KEY); "
+                "leave the mode unset to log offline"
+            )
+
+
+def start_trackers(cfg: DictConfig, run_dir: Path, summary: dict[str, Any]) -> list[Tracker]:
+    """The run's trackers, started (or continued, on resume) with the composed config."""
+    found: list[Tracker] = []
+    kept = summary.setdefault("trackers", {})
+    for name in requested(cfg):
+        if name == "wandb":
+            from rlexp.trackers.wandb_tracker import WandbTracker
+
+            tracker: Tracker = WandbTracker(cfg, run_dir, kept.get(name))
+        else:
+            from rlexp.trackers.mlflow_tracker import MlflowTracker
+
+            tracker = MlflowTracker(cfg, run_dir, kept.get(name))
+        kept[name] = tracker.record
+        found.append(tracker)
+    return found
+
+
+def finish_trackers(trackers: list[Tracker], run_dir: Path, summary: dict[str, Any]) -> None:
+    """Artifacts and final status to each tracker; a tracker that fails is a warning, never the run's
+    failure (the run dir holds everything it would have uploaded)."""
+    import logging
+
+    for tracker in trackers:
+        try:
+            tracker.finish(run_dir, summary)
+        except Exception as err:
+            logging.getLogger(__name__).warning(
+                "could not finish the %s run: %s: %s", type(tracker).__name__, type(err).__name__, err
+            )
+
+
+def scalars(key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...] | None], name: str) -> dict[str, float]:
+    """The numbers of one SB3 log dump that the tracker ``name`` takes (strings, videos, figures left out)."""
+    import numpy as np
+
+    out = {}
+    for key, value in key_values.items():
+        if name in (key_excluded.get(key) or ()):
+            continue
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            out[key] = float(value)
+    return out

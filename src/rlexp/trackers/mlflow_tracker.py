@@ -1,0 +1,131 @@
+"""logger.mlflow: an MLflow run per rlexp run, in a SQLite store in the working directory by default."""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.logger import KVWriter
+
+from rlexp.trackers import scalars
+
+DEFAULT_STORE = "mlruns.db"  # sqlite:///<working dir>/mlruns.db
+MAX_PARAM = 6000  # characters of a param's value that MLflow keeps (longer ones are cut, with "...")
+
+
+def tracking_uri(cfg: DictConfig) -> str:
+    return cfg.logger.mlflow.tracking_uri or f"sqlite:///{Path.cwd() / DEFAULT_STORE}"
+
+
+@contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """Jobs of one multirun starting together on one SQLite store: its schema and the experiment are
+    created by one of them at a time (both race otherwise: mlflow #4123)."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    lock = Path(uri.removeprefix("sqlite:///") + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def flat_params(cfg: DictConfig) -> dict[str, str]:
+    """The composed config as MLflow params: dotted keys, values as strings."""
+    out: dict[str, str] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and node:
+            for key, value in node.items():
+                walk(value, f"{prefix}{key}.")
+        else:
+            text = str(node)
+            out[prefix.rstrip(".")] = text if len(text) <= MAX_PARAM else text[: MAX_PARAM - 3] + "..."
+
+    walk(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True), "")
+    return out
+
+
+class MlflowTracker:
+    def __init__(self, cfg: DictConfig, run_dir: Path, earlier: dict[str, Any] | None) -> None:
+        from mlflow.entities import Param, RunTag
+        from mlflow.tracking import MlflowClient
+
+        m = cfg.logger.mlflow
+        uri = tracking_uri(cfg)
+        with _store_lock(uri):
+            self.client = MlflowClient(tracking_uri=uri)
+            experiment = self.client.get_experiment_by_name(m.experiment)
+            experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(m.experiment)
+        if earlier and earlier.get("run_id"):  # resumed: the same MLflow run goes on
+            self.run_id = earlier["run_id"]
+            self.client.update_run(self.run_id, status="RUNNING")
+        else:
+            from rlexp.run.backends import algo_target
+            from rlexp.run.summary import git_commit
+
+            tags = {
+                "algo": algo_target(cfg).rsplit(".", 1)[-1],
+                "env": str(cfg.env.id),
+                "seed": str(cfg.seed),
+                "rlexp.run_dir": str(run_dir.resolve()),
+            }
+            commit = git_commit(Path.cwd())
+            if commit is not None:
+                tags["mlflow.source.git.commit"] = commit["commit"]
+            run = self.client.create_run(experiment_id, run_name=m.run_name or run_dir.name, tags=tags)
+            self.run_id = run.info.run_id
+            params = [Param(k, v) for k, v in flat_params(cfg).items()]
+            for i in range(0, len(params), 100):  # (MLflow takes at most 100 params a batch)
+                self.client.log_batch(self.run_id, params=params[i : i + 100])
+            self.client.log_batch(self.run_id, tags=[RunTag("rlexp.command", " ".join(cfg_command(run_dir)))])
+        self.record = {"run_id": self.run_id, "experiment": m.experiment, "tracking_uri": uri}
+
+    def writer(self) -> KVWriter:
+        return _Writer(self.client, self.run_id)
+
+    def finish(self, run_dir: Path, summary: dict[str, Any]) -> None:
+        """The final agent, its statistics and summary.json as artifacts; the run's status."""
+        completed = summary.get("status") == "completed"
+        if completed:
+            for name in ("model.zip", "vecnormalize.pkl", "summary.json", "config.yaml"):
+                if (run_dir / name).is_file():
+                    self.client.log_artifact(self.run_id, str(run_dir / name))
+            final = summary.get("final_eval") or {}
+            if "mean" in final:
+                self.client.log_metric(self.run_id, "final_eval/mean", final["mean"], step=summary.get("steps_done", 0))
+        status = {"completed": "FINISHED", "interrupted": "KILLED"}.get(summary.get("status", ""), "FAILED")
+        self.client.set_terminated(self.run_id, status=status)
+
+
+def cfg_command(run_dir: Path) -> list[str]:
+    path = run_dir / "command.txt"
+    return [path.read_text().strip()] if path.is_file() else []
+
+
+class _Writer(KVWriter):
+    """SB3's scalars to the MLflow run, with SB3's step."""
+
+    def __init__(self, client: Any, run_id: str) -> None:
+        self.client, self.run_id = client, run_id
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        from mlflow.entities import Metric
+
+        found = scalars(key_values, key_excluded, "mlflow")
+        if found:
+            import time
+
+            now = int(time.time() * 1000)
+            self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, step) for k, v in found.items()])
+
+    def close(self) -> None:
+        pass

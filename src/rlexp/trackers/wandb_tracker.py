@@ -1,0 +1,91 @@
+"""logger.wandb: a Weights & Biases run per rlexp run, offline unless an API key is configured."""
+
+from __future__ import annotations
+
+import hashlib
+import netrc
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.logger import KVWriter
+
+from rlexp.trackers import scalars
+
+
+def default_mode() -> str:
+    """online when an API key is configured (WANDB_API_KEY, or `wandb login`'s netrc entry), else offline:
+    a run never stops to ask for a key."""
+    if os.environ.get("WANDB_API_KEY"):
+        return "online"
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname or ""
+    try:
+        return "online" if netrc.netrc().authenticators(host) else "offline"
+    except (OSError, netrc.NetrcParseError):
+        return "offline"
+
+
+def run_id(run_dir: Path) -> str:
+    """The W&B run id of a run dir: the same for the run resumed or requeued in it."""
+    return "rlexp-" + hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:16]
+
+
+class WandbTracker:
+    def __init__(self, cfg: DictConfig, run_dir: Path, earlier: dict[str, Any] | None) -> None:
+        import wandb
+
+        w = cfg.logger.wandb
+        mode = w.mode.value if w.mode is not None else os.environ.get("WANDB_MODE") or default_mode()
+        # the config at init, not at finish: parallel offline runs otherwise lose it (wandb #7227)
+        self.run = wandb.init(
+            project=w.project,
+            entity=w.entity,
+            group=w.group,
+            tags=list(w.tags),
+            name=w.name or run_dir.name,
+            id=(earlier or {}).get("id") or run_id(run_dir),
+            resume="allow",
+            mode=mode,
+            dir=str(run_dir),
+            config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+            reinit="create_new",
+            settings=wandb.Settings(console="off", x_disable_stats=True),
+        )
+        self.run.define_metric("*", step_metric="global_step")  # SB3's step, also across a resume
+        self.record = {"id": self.run.id, "project": w.project, "mode": mode, "dir": str(Path(self.run.dir).parent)}
+
+    def writer(self) -> KVWriter:
+        return _Writer(self.run)
+
+    def finish(self, run_dir: Path, summary: dict[str, Any]) -> None:
+        """The final agent and its statistics as a model artifact, the scores in the run's summary."""
+        import wandb
+
+        if summary.get("status") == "completed":
+            artifact = wandb.Artifact(f"{self.run.id}-model", type="model")
+            for name in ("model.zip", "vecnormalize.pkl"):
+                if (run_dir / name).is_file():
+                    artifact.add_file(str(run_dir / name))
+            self.run.log_artifact(artifact)
+            for key in ("final_eval", "best_eval", "random_baseline"):
+                if isinstance(summary.get(key), dict):
+                    self.run.summary[key] = {k: v for k, v in summary[key].items() if not isinstance(v, list)}
+        self.run.summary["status"] = summary.get("status")
+        self.run.finish(exit_code=0 if summary.get("status") == "completed" else 1)
+
+
+class _Writer(KVWriter):
+    """SB3's scalars to the W&B run, at SB3's step."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        found = scalars(key_values, key_excluded, "wandb")
+        if found:
+            self.run.log({**found, "global_step": step})
+
+    def close(self) -> None:
+        pass
