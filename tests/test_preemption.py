@@ -327,8 +327,8 @@ def test_a_stop_signal_during_a_multiruns_final_evaluation_ends_the_sweep(tmp_pa
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert "re-run the same command with hydra.sweep.dir=sweep" in err.strip().splitlines()[-1]
     assert not (tmp_path / "sweep" / "1").exists()  # the next job never started
-    # the figure being drawn beside the final evaluation is dropped with its drawing process
-    assert not [p.name for p in (tmp_path / "sweep" / "0").glob("*curves*")]
+    # the figure's drawing process ends with the run (a figure it finished before the stop may stay)
+    assert not list((tmp_path / "sweep" / "0").glob(".*partial"))
     assert not [cmd for cmd in _command_lines() if "rlexp.plots.curves" in cmd and str(tmp_path) in cmd]
     stopped = json.loads((tmp_path / "sweep" / "0" / "summary.json").read_text())
     assert (stopped["status"], stopped["steps_done"]) == ("interrupted", 256)  # all trained, not evaluated

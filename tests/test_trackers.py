@@ -104,3 +104,12 @@ def test_wandb_online_without_an_api_key_is_refused(tmp_path):
         "the mode unset to log offline"
     ]
     assert result.returncode == 1 and not (tmp_path / "run").exists()
+
+
+def test_a_tracker_that_cannot_start_is_a_warning_and_the_run_completes(tmp_path):
+    down = ["logger=mlflow", "logger.mlflow.tracking_uri=http://127.0.0.1:9", "hydra.run.dir=run"]  # nothing listens
+    result = rlexp_cli([*FAST, *down], cwd=tmp_path, env={"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "logger.mlflow: could not start its run, training goes on without it: MlflowException" in result.stdout
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["trackers"] == {}

@@ -181,6 +181,7 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
 
     reject_unknown_keys(cfg)
     check_installed(cfg)
+    _check_stop(cfg)
     _check_tuned(choices, overrides)
     _check_ranges(cfg)
     if is_sbx(cfg):  # (what needs sbx's classes is checked where the job runs)
@@ -194,12 +195,13 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
 
     ``resuming``: the run continues in its run dir (Gymnasium's env checker ran when it started)."""
     # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
+    from rlexp.run.callbacks import stop_threshold
     from rlexp.run.envs import check_env, probe_env
     from rlexp.run.model import build_model, check_trained_agent
 
     check_static(cfg, choices, overrides)
     _check_extra_callbacks(cfg)
-    _check_stop(cfg)
+    stop_threshold(cfg)  # (solved: the env's reward_threshold, which needs its spec)
     if cfg.env.check and not resuming:
         check_env(cfg.env)
     probe = probe_env(cfg.env, cfg.seed)
@@ -212,10 +214,10 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
 
 
 def _check_stop(cfg: DictConfig) -> None:
-    """callbacks.stop: a reward the periodic evaluations can reach."""
-    from rlexp.run.callbacks import eval_freq, stop_threshold
+    """callbacks.stop: solved, a reward or null, with periodic evaluations to reach it."""
+    from rlexp.run.callbacks import eval_freq, stop_value
 
-    if stop_threshold(cfg) is not None and eval_freq(cfg) <= 0:
+    if stop_value(cfg) is not None and eval_freq(cfg) <= 0:
         raise ConfigError(
             "callbacks.stop ends training after a periodic evaluation, and callbacks.eval.freq=0 turns them off; "
             "give callbacks.eval.freq > 0"

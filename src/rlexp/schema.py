@@ -315,7 +315,8 @@ class WandbConfig:
 
     # logger=wandb turns it on; so does logger.wandb.enabled=true beside any other logger option
     enabled: bool = False
-    project: str = "rlexp"
+    # null: WANDB_PROJECT, else rlexp
+    project: Optional[str] = None
     entity: Optional[str] = None
     group: Optional[str] = None
     # the W&B run's name (null: the run dir's); its id comes from the run dir, so a resumed run continues it

@@ -124,6 +124,8 @@ def _flags(options: dict[str, Any]) -> list[str]:
         flag = "--" + name.replace("_", "-")
         if value is True:
             out.append(flag)
+        elif isinstance(value, (list, tuple)):  # group_by=["algo", "seed"] -> --group-by algo,seed
+            out += [flag, ",".join(str(v) for v in value)]
         elif value is not None and value is not False:
             out += [flag, str(value)]
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +36,8 @@ def train(config: DictConfig | Sequence[str] = (), run_dir: str | Path | None = 
 
     from rlexp.cli import USER_ERRORS, train_job
 
+    if threading.current_thread() is not threading.main_thread():
+        raise ConfigError("rlexp.train runs in the main thread (a run stops on signals, which only it receives)")
     overrides = overrides_of(config) if isinstance(config, DictConfig) else checked_overrides(config)
     if run_dir is not None:
         overrides.append(as_override("hydra.run.dir", str(Path(run_dir).absolute())))

@@ -243,7 +243,8 @@ class BackgroundCurves:
                 log.warning(said.strip())
 
     def cancel(self) -> None:
-        """The run stopped (a signal, a pruned trial): no figure; nothing half-written left."""
+        """The run stopped (a signal, a pruned trial): the child ends, nothing half-written is left (a figure
+        it finished before stays)."""
         if self._child is not None:
             self._child.kill()
             self._child.communicate()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -186,13 +187,23 @@ class StopWhenSolved(StopTrainingOnRewardThreshold):
         return keep_going
 
 
-def stop_threshold(cfg: DictConfig) -> float | None:
-    """The reward a periodic evaluation must reach to end training (callbacks.stop); None: never."""
+def stop_value(cfg: DictConfig) -> str | float | None:
+    """callbacks.stop as given: "solved", a reward, or None; anything else refused in one line."""
     stop = cfg.callbacks.stop
     if isinstance(stop, DictConfig) and set(stop.keys()) == {"reward_threshold"}:
         stop = stop.reward_threshold
-    if stop is None:
-        return None
+    if stop is None or stop == "solved":
+        return stop
+    if isinstance(stop, (int, float)) and not isinstance(stop, bool) and math.isfinite(stop):
+        return float(stop)
+    raise ConfigError(f"callbacks.stop={stop}: expected solved, a reward (a number) or null")
+
+
+def stop_threshold(cfg: DictConfig) -> float | None:
+    """The reward a periodic evaluation must reach to end training (callbacks.stop); None: never."""
+    stop = stop_value(cfg)
+    if stop is None or isinstance(stop, float):
+        return stop
     if stop == "solved":
         threshold = cfg.env.reward_threshold
         if threshold is None:
@@ -203,9 +214,7 @@ def stop_threshold(cfg: DictConfig) -> float | None:
                 "reward to reach: callbacks.stop=<reward> (or env.reward_threshold=<reward>)"
             )
         return float(threshold)
-    if isinstance(stop, (int, float)) and not isinstance(stop, bool) and np.isfinite(stop):
-        return float(stop)
-    raise ConfigError(f"callbacks.stop={stop}: expected solved, a reward (a number) or null")
+    raise AssertionError(stop)  # (stop_value refused anything else)
 
 
 def eval_freq(cfg: DictConfig) -> int:

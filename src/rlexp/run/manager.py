@@ -60,6 +60,7 @@ from rlexp.run.run_dir import completed_run, config_difference, resumable_run
 from rlexp.run.saving import VECNORMALIZE_FILE, atomic_write_json, atomic_write_text, save_agent
 from rlexp.run.summary import new_summary, now, provenance, tuned_note
 from rlexp.trackers import Tracker, finish_trackers, start_trackers
+from rlexp.trackers.writer import GuardedWriter
 
 log = logging.getLogger(__name__)
 
@@ -137,25 +138,27 @@ def run(
                 log.error("could not record status %s in %s: %s", summary["status"], run_dir, write_err)
             finally:  # a second signal before the status is written must not cut the write
                 stopper.restore()
-            finish_trackers(trackers, run_dir, summary)
-            if curves is not None and summary["status"] == "failed":  # how it went until it failed
-                curves.draw()
-                curves.finish()
-            elif curves is not None:
-                curves.cancel()
-            if isinstance(err, Interrupted):
-                err.checkpoint, err.command = run_dir / RESUME_DIR, rerun
-                err.forward()  # e.g. submitit's handler: requeues the SLURM job, which then resumes here
+            try:
+                if isinstance(err, Interrupted):
+                    err.checkpoint, err.command = run_dir / RESUME_DIR, rerun
+                    err.forward()  # e.g. submitit's handler: requeues the SLURM job (first: its grace is short)
+            finally:
+                finish_trackers(trackers, run_dir, summary)
+                if curves is not None and summary["status"] == "failed":  # how it went until it failed
+                    curves.draw()
+                    curves.finish()
+                elif curves is not None:
+                    curves.cancel()
             raise
         try:  # a stop signal from here on finds the run completed
             summary.update(status="completed", end_time=now())
             atomic_write_json(run_dir / "summary.json", summary)
         finally:
             stopper.restore()
+            if curves is not None:  # (drawn by now, or cancelled: no child outlives the run)
+                curves.finish()
         shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
         finish_trackers(trackers, run_dir, summary)
-        if curves is not None:
-            curves.finish()
         final, best, baseline = summary["final_eval"], summary["best_eval"], summary.get("random_baseline")
         for found in summary.get("diagnostics", []):
             print(f"rlexp: warning: {found}")
@@ -230,7 +233,8 @@ def _train_and_evaluate(
             model.set_logger(continued_logger(run_dir / "logs", formats, resume.step))
         else:
             model.set_logger(configure(str(run_dir / "logs"), formats))
-        model.logger.output_formats += [tracker.writer() for tracker in trackers]  # beside SB3's own formats
+        # beside SB3's own formats; a tracker that fails to take them is a warning
+        model.logger.output_formats += [GuardedWriter(t.writer(), t.name) for t in trackers]
         if resume is None:
             if cfg.random_baseline.episodes:  # what the agent must beat; a stop signal abandons it
                 summary["random_baseline"] = random_baseline(
@@ -253,10 +257,12 @@ def _train_and_evaluate(
         if resume is not None and save_best is not None:
             restore_evaluation_state(cfg, run_dir, summary, resume, int(model.num_timesteps), save_best, reporter)
         start_step = int(model.num_timesteps)
+        # a run that had stopped when solved (then a signal cut its final evaluation) trains no more
+        left = 0 if summary.get("stopped_early_at") is not None else max(summary["target_steps"] - start_step, 0)
         started = time.perf_counter()
         try:
             model.learn(
-                total_timesteps=max(summary["target_steps"] - start_step, 0),
+                total_timesteps=left,
                 callback=callbacks,
                 reset_num_timesteps=resume is None and cfg.trained_agent is None,
                 progress_bar=cfg.callbacks.progress_bar,
@@ -278,9 +284,12 @@ def _train_and_evaluate(
         if reporter is not None and reporter.pruned_at is not None:
             raise optuna.TrialPruned(f"trial {reporter.trial.number} pruned at step {reporter.pruned_at}")
         train_seconds = time.perf_counter() - started
-        if solved is not None:  # (a resumed run that had stopped early has nothing left to train)
-            summary.update(stop_reward_threshold=threshold, stopped_early_at=solved.stopped_at)
-        if curves is not None:
+        if solved is not None:
+            summary["stop_reward_threshold"] = threshold
+            summary["stopped_early_at"] = solved.stopped_at or summary.get("stopped_early_at")
+        if curves is not None:  # (the figure reads the steps done from summary.json)
+            summary["steps_done"] = int(model.num_timesteps)
+            atomic_write_json(run_dir / "summary.json", summary)
             curves.draw()
         save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
         summary.update(

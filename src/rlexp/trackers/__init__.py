@@ -21,6 +21,7 @@ EXTRAS = {"wandb": "wandb", "mlflow": "mlflow"}  # tracker -> the module it need
 class Tracker(Protocol):
     """One tracker run; ``record`` is what summary.json keeps of it (its id, where it is)."""
 
+    name: str  # wandb, mlflow: its logger.<name> keys
     record: dict[str, Any]
 
     def writer(self) -> KVWriter: ...
@@ -56,17 +57,25 @@ def check_installed(cfg: DictConfig) -> None:
 
 def start_trackers(cfg: DictConfig, run_dir: Path, summary: dict[str, Any]) -> list[Tracker]:
     """The run's trackers, started (or continued, on resume) with the composed config."""
+    import logging
+
     found: list[Tracker] = []
     kept = summary.setdefault("trackers", {})
     for name in requested(cfg):
-        if name == "wandb":
-            from rlexp.trackers.wandb_tracker import WandbTracker
+        try:
+            if name == "wandb":
+                from rlexp.trackers.wandb_tracker import WandbTracker
 
-            tracker: Tracker = WandbTracker(cfg, run_dir, kept.get(name))
-        else:
-            from rlexp.trackers.mlflow_tracker import MlflowTracker
+                tracker: Tracker = WandbTracker(cfg, run_dir, kept.get(name), summary["start_time"])
+            else:
+                from rlexp.trackers.mlflow_tracker import MlflowTracker
 
-            tracker = MlflowTracker(cfg, run_dir, kept.get(name))
+                tracker = MlflowTracker(cfg, run_dir, kept.get(name))
+        except Exception as err:  # (a server down, a bad URI): the run dir keeps everything a tracker would get
+            logging.getLogger(__name__).warning(
+                "logger.%s: could not start its run, training goes on without it: %s: %s", name, type(err).__name__, err
+            )
+            continue
         kept[name] = tracker.record
         found.append(tracker)
     return found
@@ -82,7 +91,7 @@ def finish_trackers(trackers: list[Tracker], run_dir: Path, summary: dict[str, A
             tracker.finish(run_dir, summary)
         except Exception as err:
             logging.getLogger(__name__).warning(
-                "could not finish the %s run: %s: %s", type(tracker).__name__, type(err).__name__, err
+                "logger.%s: could not finish its run: %s: %s", tracker.name, type(err).__name__, err
             )
 
 

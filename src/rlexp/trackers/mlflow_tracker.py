@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +18,15 @@ DEFAULT_STORE = "mlruns.db"  # sqlite:///<working dir>/mlruns.db
 MAX_PARAM = 6000  # characters of a param's value that MLflow keeps (longer ones are cut, with "...")
 
 
-def tracking_uri(cfg: DictConfig) -> str:
-    return cfg.logger.mlflow.tracking_uri or f"sqlite:///{Path.cwd() / DEFAULT_STORE}"
+def tracking_uri(cfg: DictConfig, earlier: dict[str, Any] | None = None) -> str:
+    """The store: logger.mlflow.tracking_uri, else the one a resumed run started on, else MLflow's
+    MLFLOW_TRACKING_URI, else SQLite in the working directory."""
+    return (
+        cfg.logger.mlflow.tracking_uri
+        or (earlier or {}).get("tracking_uri")
+        or os.environ.get("MLFLOW_TRACKING_URI")
+        or f"sqlite:///{Path.cwd() / DEFAULT_STORE}"
+    )
 
 
 @contextmanager
@@ -55,18 +63,20 @@ def flat_params(cfg: DictConfig) -> dict[str, str]:
 
 
 class MlflowTracker:
+    name = "mlflow"
+
     def __init__(self, cfg: DictConfig, run_dir: Path, earlier: dict[str, Any] | None) -> None:
         from mlflow.entities import Param, RunTag
         from mlflow.tracking import MlflowClient
 
         m = cfg.logger.mlflow
-        uri = tracking_uri(cfg)
+        uri = tracking_uri(cfg, earlier)
         with _store_lock(uri):
             self.client = MlflowClient(tracking_uri=uri)
             experiment = self.client.get_experiment_by_name(m.experiment)
             experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(m.experiment)
-        if earlier and earlier.get("run_id"):  # resumed: the same MLflow run goes on
-            self.run_id = earlier["run_id"]
+        self.run_id = (earlier or {}).get("run_id") if (earlier or {}).get("tracking_uri") == uri else None
+        if self.run_id is not None:  # resumed: the same MLflow run goes on
             self.client.update_run(self.run_id, status="RUNNING")
         else:
             from rlexp.run.backends import algo_target
@@ -81,7 +91,7 @@ class MlflowTracker:
             commit = git_commit(Path.cwd())
             if commit is not None:
                 tags["mlflow.source.git.commit"] = commit["commit"]
-            run = self.client.create_run(experiment_id, run_name=m.run_name or run_dir.name, tags=tags)
+            run = self.client.create_run(experiment_id, run_name=m.run_name or run_name(run_dir), tags=tags)
             self.run_id = run.info.run_id
             params = [Param(k, v) for k, v in flat_params(cfg).items()]
             for i in range(0, len(params), 100):  # (MLflow takes at most 100 params a batch)
@@ -102,8 +112,13 @@ class MlflowTracker:
             final = summary.get("final_eval") or {}
             if "mean" in final:
                 self.client.log_metric(self.run_id, "final_eval/mean", final["mean"], step=summary.get("steps_done", 0))
-        status = {"completed": "FINISHED", "interrupted": "KILLED"}.get(summary.get("status", ""), "FAILED")
+        status = {"completed": "FINISHED", "failed": "FAILED"}.get(summary.get("status", ""), "KILLED")
         self.client.set_terminated(self.run_id, status=status)
+
+
+def run_name(run_dir: Path) -> str:
+    """The run dir's name; a multirun job's (0, 1, ...) with its sweep dir's: seeds/0."""
+    return f"{run_dir.parent.name}/{run_dir.name}" if run_dir.name.isdigit() else run_dir.name
 
 
 def cfg_command(run_dir: Path) -> list[str]:

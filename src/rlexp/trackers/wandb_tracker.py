@@ -27,25 +27,28 @@ def default_mode() -> str:
         return "offline"
 
 
-def run_id(run_dir: Path) -> str:
-    """The W&B run id of a run dir: the same for the run resumed or requeued in it."""
-    return "rlexp-" + hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:16]
+def run_id(run_dir: Path, start_time: str) -> str:
+    """The W&B run id of the run in a run dir: the same when it is resumed or requeued there (its start
+    time is kept), another for a new run in that dir."""
+    return "rlexp-" + hashlib.sha256(f"{run_dir.resolve()}@{start_time}".encode()).hexdigest()[:16]
 
 
 class WandbTracker:
-    def __init__(self, cfg: DictConfig, run_dir: Path, earlier: dict[str, Any] | None) -> None:
+    name = "wandb"
+
+    def __init__(self, cfg: DictConfig, run_dir: Path, earlier: dict[str, Any] | None, start_time: str) -> None:
         import wandb
 
         w = cfg.logger.wandb
         mode = w.mode.value if w.mode is not None else os.environ.get("WANDB_MODE") or default_mode()
         # the config at init, not at finish: parallel offline runs otherwise lose it (wandb #7227)
         self.run = wandb.init(
-            project=w.project,
+            project=w.project or os.environ.get("WANDB_PROJECT") or "rlexp",
             entity=w.entity,
             group=w.group,
             tags=list(w.tags),
-            name=w.name or run_dir.name,
-            id=(earlier or {}).get("id") or run_id(run_dir),
+            name=w.name or (f"{run_dir.parent.name}/{run_dir.name}" if run_dir.name.isdigit() else run_dir.name),
+            id=(earlier or {}).get("id") or run_id(run_dir, start_time),
             resume="allow",
             mode=mode,
             dir=str(run_dir),
@@ -54,7 +57,12 @@ class WandbTracker:
             settings=wandb.Settings(console="off", x_disable_stats=True),
         )
         self.run.define_metric("*", step_metric="global_step")  # SB3's step, also across a resume
-        self.record = {"id": self.run.id, "project": w.project, "mode": mode, "dir": str(Path(self.run.dir).parent)}
+        self.record = {
+            "id": self.run.id,
+            "project": self.run.project,
+            "mode": mode,
+            "dir": str(Path(self.run.dir).parent),
+        }
 
     def writer(self) -> KVWriter:
         return _Writer(self.run)

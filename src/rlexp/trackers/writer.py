@@ -1,0 +1,35 @@
+"""SB3's logger output to a tracker, guarded: a tracker never fails a run."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from stable_baselines3.common.logger import KVWriter
+
+log = logging.getLogger(__name__)
+
+
+class GuardedWriter(KVWriter):
+    """A tracker's KVWriter whose first failure is a warning and ends its writing, never the run's."""
+
+    def __init__(self, writer: KVWriter, name: str) -> None:
+        self.writer, self.name, self.failed = writer, name, False
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        if self.failed:
+            return
+        try:
+            self.writer.write(key_values, key_excluded, step)
+        except Exception as err:
+            self.failed = True
+            log.warning(
+                "logger.%s: could not log scalars at step %d, no more are sent: %s: %s",
+                self.name,
+                step,
+                type(err).__name__,
+                err,
+            )
+
+    def close(self) -> None:
+        self.writer.close()
