@@ -257,8 +257,13 @@ def _train_and_evaluate(
         if resume is not None and save_best is not None:
             restore_evaluation_state(cfg, run_dir, summary, resume, int(model.num_timesteps), save_best, reporter)
         start_step = int(model.num_timesteps)
-        # a run that had stopped when solved (then a signal cut its final evaluation) trains no more
-        left = 0 if summary.get("stopped_early_at") is not None else max(summary["target_steps"] - start_step, 0)
+        # a run that had stopped when solved (then a signal cut its final evaluation) trains no more; one
+        # resumed from an earlier checkpoint (a kill after the stop) trains on, to the stop again
+        stopped = summary.get("stopped_early_at")
+        if stopped is not None and stopped > start_step:
+            summary.pop("stopped_early_at")
+            stopped = None
+        left = 0 if stopped is not None else max(summary["target_steps"] - start_step, 0)
         started = time.perf_counter()
         try:
             model.learn(

@@ -71,6 +71,9 @@ class MlflowTracker:
 
         m = cfg.logger.mlflow
         uri = tracking_uri(cfg, earlier)
+        # a server that is down costs seconds, not MLflow's default of minutes of retries per call
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
         with _store_lock(uri):
             self.client = MlflowClient(tracking_uri=uri)
             experiment = self.client.get_experiment_by_name(m.experiment)
@@ -93,10 +96,14 @@ class MlflowTracker:
                 tags["mlflow.source.git.commit"] = commit["commit"]
             run = self.client.create_run(experiment_id, run_name=m.run_name or run_name(run_dir), tags=tags)
             self.run_id = run.info.run_id
-            params = [Param(k, v) for k, v in flat_params(cfg).items()]
-            for i in range(0, len(params), 100):  # (MLflow takes at most 100 params a batch)
-                self.client.log_batch(self.run_id, params=params[i : i + 100])
-            self.client.log_batch(self.run_id, tags=[RunTag("rlexp.command", " ".join(cfg_command(run_dir)))])
+            try:
+                params = [Param(k, v) for k, v in flat_params(cfg).items()]
+                for i in range(0, len(params), 100):  # (MLflow takes at most 100 params a batch)
+                    self.client.log_batch(self.run_id, params=params[i : i + 100])
+                self.client.log_batch(self.run_id, tags=[RunTag("rlexp.command", " ".join(cfg_command(run_dir)))])
+            except Exception:  # not left RUNNING, unrecorded: the run goes on without it
+                self.client.set_terminated(self.run_id, status="FAILED")
+                raise
         self.record = {"run_id": self.run_id, "experiment": m.experiment, "tracking_uri": uri}
 
     def writer(self) -> KVWriter:
