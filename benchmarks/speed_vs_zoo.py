@@ -84,29 +84,18 @@ def _timed(command: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
+def zoo_train(python: str, zoo: list[str], eval_freq: int, eval_episodes: int, out: Path) -> list[str]:
+    """RL Zoo's train.py on one torch thread, seed 0, with this evaluation schedule, writing to ``out``."""
+    evaluation = ["--eval-freq", str(eval_freq), "--eval-episodes", str(eval_episodes)]
+    return [python, "-m", "rl_zoo3.train", *zoo, "--num-threads", "1", "--seed", "0", *evaluation, "-f", str(out)]
+
+
 def commands(case: str, steps: int, out: Path, zoo_python: str) -> dict[str, list[str]]:
     _, overrides, zoo, fill = CASES[case]
     rlexp = [sys.executable, "-m", "rlexp", *overrides, f"n_timesteps={steps}", "torch_threads=1", "seed=0"]
     found = {
         "rlexp": [*rlexp, f"hydra.run.dir={out / 'rlexp'}"],
-        "zoo": [
-            zoo_python,
-            "-m",
-            "rl_zoo3.train",
-            *zoo,
-            "-n",
-            str(steps),
-            "--num-threads",
-            "1",
-            "--seed",
-            "0",
-            "--eval-freq",
-            str(EVAL_FREQ),
-            "--eval-episodes",
-            str(EVAL_EPISODES),
-            "-f",
-            str(out / "zoo"),
-        ],
+        "zoo": [*zoo_train(zoo_python, zoo, EVAL_FREQ, EVAL_EPISODES, out / "zoo"), "-n", str(steps)],
         "plain": [
             sys.executable,
             "-c",

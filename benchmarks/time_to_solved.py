@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from speed_vs_zoo import zoo_train  # (benchmarks/ is on the path of a script run from it)
+
 EVAL_FREQ, EVAL_EPISODES = 2_000, 5
 # case -> rlexp overrides, zoo arguments
 CASES = {
@@ -51,22 +53,7 @@ def commands(case: str, out: Path, zoo_python: str) -> dict[str, list[str]]:
     ]
     return {
         "rlexp": [sys.executable, "-m", "rlexp", *overrides, *common, "callbacks.stop=solved", f"hydra.run.dir={out}"],
-        "zoo": [
-            zoo_python,
-            "-m",
-            "rl_zoo3.train",
-            *zoo,
-            "--num-threads",
-            "1",
-            "--seed",
-            "0",
-            "--eval-freq",
-            str(EVAL_FREQ),
-            "--eval-episodes",
-            str(EVAL_EPISODES),
-            "-f",
-            str(out.with_name(out.name + "_zoo")),
-        ],
+        "zoo": zoo_train(zoo_python, zoo, EVAL_FREQ, EVAL_EPISODES, out.with_name(out.name + "_zoo")),
     }
 
 
