@@ -291,7 +291,9 @@ def _train_and_evaluate(
         train_seconds = time.perf_counter() - started
         if solved is not None:
             summary["stop_reward_threshold"] = threshold
-            summary["stopped_early_at"] = solved.stopped_at or summary.get("stopped_early_at")
+            # (an evaluation at the budget's last step that reaches it stops nothing early)
+            early = solved.stopped_at if (solved.stopped_at or 0) < summary["target_steps"] else None
+            summary["stopped_early_at"] = early or summary.get("stopped_early_at")
         if curves is not None:  # (the figure reads the steps done from summary.json)
             summary["steps_done"] = int(model.num_timesteps)
             atomic_write_json(run_dir / "summary.json", summary)
