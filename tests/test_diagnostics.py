@@ -212,6 +212,7 @@ def test_no_health_warning_with_diagnostics_none(tmp_path):
     assert summary["diagnostics"] == []
 
 
+@pytest.mark.slow  # two DQN runs compared: in CI's slow run
 def test_diagnostics_do_not_change_what_a_run_learns(tmp_path):
     from stable_baselines3 import DQN
 

@@ -291,6 +291,7 @@ def _endless_eval(tmp_path) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_a_stop_signal_abandons_a_periodic_evaluation_that_would_never_end(tmp_path):
     args = [*_endless_eval(tmp_path), "n_timesteps=2048", "algo.n_steps=64", "algo.batch_size=64"]
     args += ["callbacks.eval.freq=512", "callbacks.eval.n_episodes=1", "callbacks.eval.final_episodes=1"]
@@ -314,6 +315,7 @@ def test_a_stop_signal_abandons_a_periodic_evaluation_that_would_never_end(tmp_p
     assert list(np.load(tmp_path / "run" / "evaluations.npz")["timesteps"]) == [512, 1024, 1536, 2048]
 
 
+@pytest.mark.slow  # a two-job multirun stopped and run again: in CI's slow run
 def test_a_stop_signal_during_a_multiruns_final_evaluation_ends_the_sweep(tmp_path):
     no_periodic = ["callbacks=none", "callbacks.eval.freq=0"]  # FAST asks for periodic evaluations
     args = ["-m", "seed=0,1", *_endless_eval(tmp_path), *FAST, *no_periodic, "algo.n_steps=64", "algo.batch_size=64"]

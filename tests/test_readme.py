@@ -58,7 +58,17 @@ PROMISES = {
 }
 
 
-@pytest.mark.parametrize("line", _usage_lines())
+# JAX's start and compilation make the sbx line the longest: in CI's slow run, as tests/test_sbx.py's others
+SLOW_LINES = ("backend=sbx",)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(line, marks=pytest.mark.slow) if any(s in line for s in SLOW_LINES) else line
+        for line in _usage_lines()
+    ],
+)
 def test_usage_line_runs_as_shown(line, tmp_path):
     args = shlex.split(line)[1:]
     if "<run>" in line:  # a run to continue: the first example's
@@ -164,6 +174,7 @@ def test_the_python_example_runs_as_shown(tmp_path):
     assert "iqm" in result.stdout.splitlines()[-2] and "CartPole-v1" in result.stdout.splitlines()[-1]
 
 
+@pytest.mark.slow  # six tracked runs, W&B's and a parallel multirun: in CI's slow run
 def test_the_tracker_commands_run_as_shown(tmp_path):
     section = _section("Usage").split("### Experiment trackers: W&B and MLflow\n", 1)[1].split("\n### ", 1)[0]
     lines = [line.strip().split("  #", 1)[0].strip() for line in section.splitlines() if line.startswith("    rlexp")]

@@ -22,7 +22,7 @@ PPO = ["algo=ppo", "env=cartpole", "env.n_envs=2", "algo.n_steps=32", "algo.batc
 CASES = {"sac": (SAC, sbx.SAC, "Pendulum-v1"), "ppo": (PPO, sbx.PPO, "CartPole-v1")}
 
 
-@pytest.mark.parametrize("algo", ["sac", "ppo"])
+@pytest.mark.parametrize("algo", ["sac", pytest.param("ppo", marks=pytest.mark.slow)])  # (PPO: in CI's slow run)
 def test_sbx_run_dir_loads_in_sbx_and_evaluates_as_recorded(algo, tmp_path):
     overrides, cls, env_id = CASES[algo]
     result = rlexp_cli(
@@ -76,7 +76,7 @@ def test_sbx_run_dir_loads_in_sbx_and_evaluates_as_recorded(algo, tmp_path):
 @pytest.mark.parametrize(
     ("algo", "extra"),
     [
-        ("ppo", ["n_timesteps=12000"]),
+        pytest.param("ppo", ["n_timesteps=12000"], marks=pytest.mark.slow),  # JAX: in CI's slow run
         pytest.param("sac", ["n_timesteps=1200"], marks=pytest.mark.slow),  # with its replay buffer
     ],
 )
@@ -112,6 +112,7 @@ def test_sbx_signal_checkpoints_and_resume_finishes_with_the_requested_steps(alg
     assert len(np.load(run / "evaluations.npz")["timesteps"]) == 4  # the schedule went on
 
 
+@pytest.mark.slow  # three trials through JAX: in CI's slow run
 def test_sbx_ppo_search_completes_three_trials(tmp_path):
     args = ["-m", *SMALL_SEARCH, "backend=sbx", "hydra.sweeper.n_trials=3", "hydra.sweep.dir=sweep"]
     result = rlexp_cli(args, cwd=tmp_path, timeout=600)

@@ -155,6 +155,7 @@ def test_failing_trials_are_recorded_and_stop_the_sweep_past_the_failure_rate(tm
     )
 
 
+@pytest.mark.slow  # a DQN search: in CI's slow run
 def test_search_that_adds_keys_dqn_net_arch(tmp_path):
     """Spaces may add keys (++algo.policy_kwargs.net_arch): the jobs compose and train."""
     dqn = [
@@ -336,6 +337,7 @@ def test_every_sampler_and_pruner_builds_seeded(sampler, pruner):
     assert isinstance(instantiate(cfg.hydra.sweeper.pruner), optuna.pruners.BasePruner)
 
 
+@pytest.mark.slow  # a search and its retrainings: in CI's slow run
 def test_robust_selection_retrains_the_top_trials_on_fresh_seeds(tmp_path):
     robust = [
         "hydra.sweeper.n_trials=3",
@@ -358,6 +360,7 @@ def test_robust_selection_retrains_the_top_trials_on_fresh_seeds(tmp_path):
     assert f"trial {report['winner']}," in (sweep / "tuned" / "ppo_cartpole_search.yaml").read_text()
 
 
+@pytest.mark.slow  # trials of two seeds each: in CI's slow run
 def test_several_seeds_per_trial_objective_is_their_mean(tmp_path):
     """Each trial trains seeds seed + k*2 and + 1 one after another; its value is the mean of their final
     evals; intermediate values continue across the seeds (4 evaluations each, so steps 1..8)."""
