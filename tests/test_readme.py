@@ -58,16 +58,10 @@ PROMISES = {
 }
 
 
-# JAX's start and compilation make the sbx line the longest: in CI's slow run, as tests/test_sbx.py's others
-SLOW_LINES = ("backend=sbx",)
-
-
+# (JAX's start and compilation make the sbx line the longest: in CI's slow run, as tests/test_sbx.py's others)
 @pytest.mark.parametrize(
     "line",
-    [
-        pytest.param(line, marks=pytest.mark.slow) if any(s in line for s in SLOW_LINES) else line
-        for line in _usage_lines()
-    ],
+    [pytest.param(line, marks=pytest.mark.slow) if "backend=sbx" in line else line for line in _usage_lines()],
 )
 def test_usage_line_runs_as_shown(line, tmp_path):
     args = shlex.split(line)[1:]
