@@ -1,3 +1,3 @@
-from rlexp.cli import main
+from rlexp.cli import console
 
-main()
+console()

