@@ -77,3 +77,17 @@ def test_user_callback_progress_bar_and_early_stop(tmp_path):
     )
     assert summary["status"] == "completed"
     assert summary["steps_done"] < 100000
+
+
+def test_optimizers_step_with_foreach_unless_the_user_chose(tmp_path):
+    """foreach changes no number (tests/test_readme.py reproduces the final score with plain SB3, whose
+    optimizers loop) and stays as a user gives it; the saved agent keeps it."""
+    from stable_baselines3 import PPO, SAC
+
+    train([*FAST, "algo=sac", "env=pendulum"], tmp_path / "sac")
+    sac = SAC.load(tmp_path / "sac" / "model.zip")
+    optimizers = (sac.actor.optimizer, sac.critic.optimizer, sac.ent_coef_optimizer)
+    assert [g["foreach"] for o in optimizers for g in o.param_groups] == [True, True, True]
+    train([*FAST, "+algo.policy_kwargs.optimizer_kwargs={foreach:false}"], tmp_path / "ppo")
+    ppo = PPO.load(tmp_path / "ppo" / "model.zip")
+    assert [g["foreach"] for g in ppo.policy.optimizer.param_groups] == [False]

@@ -45,6 +45,31 @@ def test_console_script_is_installed():
     assert result.returncode == 0 and "tuned_file: ppo_cartpole" in result.stdout
 
 
+@pytest.mark.parametrize(("args", "status"), [(["--cfg", "job"], 0), (["algo.bogus=1"], 1)])
+def test_the_command_skips_the_teardown_but_not_what_an_exit_does(args, status, tmp_path):
+    """console() ends the process without freeing every object, yet as Python's exit would: atexit
+    handlers run, output still buffered is written and the exit status is kept."""
+    ran = tmp_path / "atexit-ran"
+    program = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(ran)!r}, 'w').write('ran'))\n"
+        "sys.stdout.write('buffered ')\n"
+        "from rlexp.cli import console\n"
+        "sys.argv[0] = 'rlexp'\n"
+        "console()\n"
+    )
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as a pipe is by default
+    result = subprocess.run(
+        [sys.executable, "-c", program, *args], cwd=tmp_path, env=buffered, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == status, result.stderr
+    assert result.stdout.startswith("buffered ")
+    assert ("tuned_file: ppo_cartpole" in result.stdout) == (status == 0)
+    if status:  # the one-line error
+        assert len(stderr_lines(result)) == 1 and "bogus" in result.stderr
+    assert ran.read_text() == "ran"
+
+
 # bad input -> (overrides, text the one-line error must contain); README's Errors examples (an unknown
 # algo, a misspelt key, env id or tuned file, DQN on Pendulum, an unknown policy, gamma 1.5, CUDA) are
 # run as shown, output and all, by tests/test_readme.py
