@@ -91,3 +91,21 @@ def test_optimizers_step_with_foreach_unless_the_user_chose(tmp_path):
     train([*FAST, "+algo.policy_kwargs.optimizer_kwargs={foreach:false}"], tmp_path / "ppo")
     ppo = PPO.load(tmp_path / "ppo" / "model.zip")
     assert [g["foreach"] for g in ppo.policy.optimizer.param_groups] == [False]
+
+
+@pytest.mark.parametrize(
+    "policy_kwargs",
+    [{"optimizer_kwargs": {"differentiable": True}}, {"optimizer_class": "SGD"}],
+)
+def test_foreach_leaves_what_it_does_not_support_or_was_not_checked_for(policy_kwargs):
+    """differentiable optimizers cannot step with foreach; SGD's foreach results were not checked."""
+    import torch
+    from stable_baselines3 import PPO
+
+    from rlexp.run.lean import foreach_optimizers
+
+    if "optimizer_class" in policy_kwargs:
+        policy_kwargs = {**policy_kwargs, "optimizer_class": getattr(torch.optim, policy_kwargs["optimizer_class"])}
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, policy_kwargs=policy_kwargs, device="cpu")
+    foreach_optimizers(model)
+    assert [g["foreach"] for g in model.policy.optimizer.param_groups] == [None]

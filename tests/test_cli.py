@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
+import pstats
 import shutil
 import subprocess
 import sys
@@ -40,6 +42,8 @@ def test_help_and_cfg_need_no_training(tmp_path):
 
 
 def test_console_script_is_installed():
+    (script,) = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == "rlexp"]
+    assert script.value == "rlexp.cli:console"  # (the exit without teardown)
     exe = shutil.which("rlexp") or str(__import__("pathlib").Path(sys.executable).parent / "rlexp")
     result = subprocess.run([exe, "--cfg", "job"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "tuned_file: ppo_cartpole" in result.stdout
@@ -47,12 +51,18 @@ def test_console_script_is_installed():
 
 @pytest.mark.parametrize(("args", "status"), [(["--cfg", "job"], 0), (["algo.bogus=1"], 1)])
 def test_the_command_skips_the_teardown_but_not_what_an_exit_does(args, status, tmp_path):
-    """console() ends the process without freeing every object, yet as Python's exit would: atexit
-    handlers run, output still buffered is written and the exit status is kept."""
-    ran = tmp_path / "atexit-ran"
+    """console() ends the process without freeing every object (no __del__ at the end), yet as Python's exit
+    would: threads finish (a thread pool never shut down too), atexit handlers run, output still buffered
+    is written and the exit status is kept."""
     program = (
-        "import atexit, sys\n"
-        f"atexit.register(lambda: open({str(ran)!r}, 'w').write('ran'))\n"
+        "import atexit, sys, threading, time\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "class Kept:\n"
+        "    def __del__(self, open=open): open('torn-down', 'w').write('freed')\n"
+        "kept = Kept()\n"
+        "atexit.register(lambda: open('atexit-ran', 'w').write('ran'))\n"
+        "threading.Thread(target=lambda: (time.sleep(0.5), open('thread-done', 'w').write('done'))).start()\n"
+        "ThreadPoolExecutor(1).submit(print, 'pool ', end='')\n"
         "sys.stdout.write('buffered ')\n"
         "from rlexp.cli import console\n"
         "sys.argv[0] = 'rlexp'\n"
@@ -63,11 +73,26 @@ def test_the_command_skips_the_teardown_but_not_what_an_exit_does(args, status, 
         [sys.executable, "-c", program, *args], cwd=tmp_path, env=buffered, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == status, result.stderr
-    assert result.stdout.startswith("buffered ")
+    assert "buffered " in result.stdout and "pool " in result.stdout
     assert ("tuned_file: ppo_cartpole" in result.stdout) == (status == 0)
     if status:  # the one-line error
         assert len(stderr_lines(result)) == 1 and "bogus" in result.stderr
-    assert ran.read_text() == "ran"
+    assert (tmp_path / "atexit-ran").read_text() == "ran"
+    assert (tmp_path / "thread-done").read_text() == "done"
+    assert not (tmp_path / "torn-down").exists()  # the interpreter's objects were not freed one by one
+
+
+def test_under_a_profiler_the_command_exits_as_python_does(tmp_path):
+    """cProfile, coverage and pdb save what they found in Python's own exit, which console() then keeps."""
+    result = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", "rlexp.prof", "-m", "rlexp", "--cfg", "job"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert pstats.Stats(str(tmp_path / "rlexp.prof")).total_calls > 0
 
 
 # bad input -> (overrides, text the one-line error must contain); README's Errors examples (an unknown

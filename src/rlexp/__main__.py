@@ -1,3 +1,4 @@
 from rlexp.cli import console
 
-console()
+if __name__ == "__main__":
+    console()

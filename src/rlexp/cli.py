@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import atexit
-import contextlib
 import errno
 import os
 import re
@@ -12,7 +10,6 @@ import shlex
 import shutil
 import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import NoReturn
 
@@ -30,6 +27,7 @@ from rlexp import front_door
 from rlexp.commands import is_verb, run_verb
 from rlexp.errors import ConfigError, Diverged, Interrupted, Refused
 from rlexp.overrides import as_override
+from rlexp.process_exit import exit_without_teardown
 from rlexp.schema import did_you_mean, integer_keys, register_configs, schema_fields
 
 register_configs()
@@ -202,32 +200,14 @@ def main() -> None:
 
 
 def console() -> NoReturn:
-    """The ``rlexp`` console script: ``main()``, then an exit that skips the interpreter's teardown.
-
-    Freeing every object of torch, SB3 and Hydra one by one costs about half a second at the end of every
-    command, more than the checks of a run. Everything a run writes is closed by then; what Python's own
-    exit would still do (join threads, run the atexit handlers of logging, trackers and temporary
-    files, flush stdout and stderr) is done here first."""
+    """The ``rlexp`` console script (and ``python -m rlexp``): ``main()``, then an exit that skips the
+    interpreter's teardown (rlexp.process_exit)."""
     try:
         main()
         code: object = 0
     except SystemExit as done:
         code = done.code
-    except KeyboardInterrupt:
-        raise  # (Python's own exit says so, with status 130)
-    for thread in threading.enumerate():  # non-daemon threads, as Python's exit waits for them
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):  # sys.exit("message"): printed, status 1
-        print(code, file=sys.stderr)
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe (rlexp ... | head)
-            stream.flush()
-    os._exit(code)
+    exit_without_teardown(code)
 
 
 def _as_check(args: list[str]) -> Path:
