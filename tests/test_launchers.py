@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import FAST, compose_cfg, rlexp_cli
 from hydra import compose, initialize_config_module
 
 from rlexp.cluster.launchers import ENV_JOB_CPUS, job_threads, usable_cpus
+from rlexp.overrides import as_override
 
 
 @pytest.mark.parametrize(
@@ -55,16 +57,47 @@ def test_job_threads_follow_the_cpus_given(monkeypatch):
     assert cfg.torch_threads is None
 
 
+# a user callback that holds each job at its training start until `parties` jobs have started: jobs of one
+# batch all get past it only if they run at the same time (run one after another, the first times out)
+BARRIER = """
+import os, time
+from pathlib import Path
+from stable_baselines3.common.callbacks import BaseCallback
+
+class Barrier(BaseCallback):
+    def __init__(self, dir, parties, timeout=300.0):
+        super().__init__()
+        self.dir, self.parties, self.timeout = Path(dir), parties, timeout
+
+    def _on_training_start(self):
+        self.dir.mkdir(exist_ok=True)
+        (self.dir / str(os.getpid())).touch()
+        deadline = time.monotonic() + self.timeout
+        while len(list(self.dir.iterdir())) < self.parties:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the jobs of a batch did not run at the same time")
+            time.sleep(0.05)
+
+    def _on_step(self):
+        return True
+"""
+
+
 @pytest.mark.slow  # parallel jobs, about a minute: in CI's slow run
 def test_local_parallel_runs_jobs_at_once_and_shares_the_cores(tmp_path):
     cpus = usable_cpus()
     seeds = list(range(cpus + 1))  # one full batch of `cpus` jobs, then one job alone
-    args = ["-m", "hydra/launcher=local_parallel", f"seed={','.join(map(str, seeds))}", *FAST, "hydra.sweep.dir=sweep"]
-    result = rlexp_cli(args, cwd=tmp_path, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    (tmp_path / "barrier_callback.py").write_text(BARRIER)
+    barrier = [
+        "+callbacks.extra.barrier._target_=barrier_callback.Barrier",
+        as_override("+callbacks.extra.barrier.dir", str(tmp_path / "started")),
+        f"+callbacks.extra.barrier.parties={cpus}",
+    ]
+    args = ["-m", "hydra/launcher=local_parallel", f"seed={','.join(map(str, seeds))}", *FAST, *barrier]
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    result = rlexp_cli([*args, "hydra.sweep.dir=sweep"], cwd=tmp_path, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]  # (the first batch got past the barrier together)
     summaries = [json.loads((tmp_path / "sweep" / str(k) / "summary.json").read_text()) for k in seeds]
     assert all(s["status"] == "completed" for s in summaries)
     assert [s["torch_threads"] for s in summaries] == [max(1, cpus // cpus)] * cpus + [cpus]
     assert len({s["pid"] for s in summaries}) == len(seeds)  # each job its own process
-    first, second = summaries[0], summaries[1]
-    assert second["start_time"] <= first["end_time"]  # the first batch ran at the same time
