@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from conftest import FAST, compose_cfg, train
 
 from rlexp.errors import ConfigError
@@ -95,17 +96,14 @@ def test_optimizers_step_with_foreach_unless_the_user_chose(tmp_path):
 
 @pytest.mark.parametrize(
     "policy_kwargs",
-    [{"optimizer_kwargs": {"differentiable": True}}, {"optimizer_class": "SGD"}],
+    [{"optimizer_kwargs": {"differentiable": True}}, {"optimizer_class": torch.optim.SGD}],
 )
 def test_foreach_leaves_what_it_does_not_support_or_was_not_checked_for(policy_kwargs):
     """differentiable optimizers cannot step with foreach; SGD's foreach results were not checked."""
-    import torch
     from stable_baselines3 import PPO
 
     from rlexp.run.lean import foreach_optimizers
 
-    if "optimizer_class" in policy_kwargs:
-        policy_kwargs = {**policy_kwargs, "optimizer_class": getattr(torch.optim, policy_kwargs["optimizer_class"])}
     model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, policy_kwargs=policy_kwargs, device="cpu")
     foreach_optimizers(model)
     assert [g["foreach"] for g in model.policy.optimizer.param_groups] == [None]

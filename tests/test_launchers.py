@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from conftest import FAST, compose_cfg, rlexp_cli
@@ -57,44 +58,18 @@ def test_job_threads_follow_the_cpus_given(monkeypatch):
     assert cfg.torch_threads is None
 
 
-# a user callback that holds each job at its training start until `parties` jobs have started: jobs of one
-# batch all get past it only if they run at the same time (run one after another, the first times out)
-BARRIER = """
-import os, time
-from pathlib import Path
-from stable_baselines3.common.callbacks import BaseCallback
-
-class Barrier(BaseCallback):
-    def __init__(self, dir, parties, timeout=300.0):
-        super().__init__()
-        self.dir, self.parties, self.timeout = Path(dir), parties, timeout
-
-    def _on_training_start(self):
-        self.dir.mkdir(exist_ok=True)
-        (self.dir / str(os.getpid())).touch()
-        deadline = time.monotonic() + self.timeout
-        while len(list(self.dir.iterdir())) < self.parties:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the jobs of a batch did not run at the same time")
-            time.sleep(0.05)
-
-    def _on_step(self):
-        return True
-"""
-
-
 @pytest.mark.slow  # parallel jobs, about a minute: in CI's slow run
 def test_local_parallel_runs_jobs_at_once_and_shares_the_cores(tmp_path):
     cpus = usable_cpus()
     seeds = list(range(cpus + 1))  # one full batch of `cpus` jobs, then one job alone
-    (tmp_path / "barrier_callback.py").write_text(BARRIER)
     barrier = [
         "+callbacks.extra.barrier._target_=barrier_callback.Barrier",
         as_override("+callbacks.extra.barrier.dir", str(tmp_path / "started")),
         f"+callbacks.extra.barrier.parties={cpus}",
     ]
     args = ["-m", "hydra/launcher=local_parallel", f"seed={','.join(map(str, seeds))}", *FAST, *barrier]
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    tests = str(Path(__file__).parent)  # barrier_callback, for the jobs' processes
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
     result = rlexp_cli([*args, "hydra.sweep.dir=sweep"], cwd=tmp_path, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]  # (the first batch got past the barrier together)
     summaries = [json.loads((tmp_path / "sweep" / str(k) / "summary.json").read_text()) for k in seeds]

@@ -39,8 +39,7 @@ def foreach_optimizers(model: Any) -> None:
     and PPO with AdamW) and PPO's training runs about 2% faster. Other optimizers, a user's ``foreach``,
     ``fused`` or ``differentiable`` (which foreach does not support) stay as they are, and so do agents
     without torch optimizers (sbx)."""
-    names = model._get_torch_save_params()[0] if hasattr(model, "_get_torch_save_params") else []
-    for name in names:
+    for name in model._get_torch_save_params()[0]:  # (sbx's agents list none)
         optimizer = attrgetter(name)(model)
         if type(optimizer) not in FOREACH_CHECKED:
             continue

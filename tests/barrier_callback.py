@@ -1,0 +1,29 @@
+"""A user callback for tests/test_launchers.py: it holds each job at its training start until ``parties``
+jobs have started, so the jobs of one batch all get past it only if they run at the same time (run one
+after another, the first times out)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from stable_baselines3.common.callbacks import BaseCallback
+
+
+class Barrier(BaseCallback):
+    def __init__(self, dir: str, parties: int, timeout: float = 300.0) -> None:
+        super().__init__()
+        self.dir, self.parties, self.timeout = Path(dir), parties, timeout
+
+    def _on_training_start(self) -> None:
+        self.dir.mkdir(exist_ok=True)
+        (self.dir / str(os.getpid())).touch()
+        deadline = time.monotonic() + self.timeout
+        while len(list(self.dir.iterdir())) < self.parties:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the jobs of a batch did not run at the same time")
+            time.sleep(0.05)
+
+    def _on_step(self) -> bool:
+        return True
