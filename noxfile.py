@@ -1,4 +1,4 @@
-"""Sessions: lint, tests (fast set), slow (performance thresholds), benchmark. `nox -s tests`."""
+"""Sessions: lint, tests (fast set), slow (long trainings and end-to-end runs), benchmarks. `nox -s tests`."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def slow(session: nox.Session) -> None:
     _install(session)
-    session.run("pytest", "-m", "slow", *session.posargs)
+    session.run("pytest", "-m", "slow", "-n", "2", *session.posargs)
 
 
 @nox.session

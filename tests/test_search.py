@@ -218,6 +218,8 @@ BAD_SEARCH = {
     "reversed interval": (["algo.gamma=interval(0.99,0.9)"], "interval(0.99, 0.9) is empty or reversed"),
     "empty range": (["algo.n_epochs=range(5,1)"], "algo.n_epochs: range(5,1) is empty"),
     "unreachable storage": (["hydra.sweeper.storage=postgresql://u:p@127.0.0.1:9/none"], "cannot open the storage"),
+    "a seed of its own": (["seed=5"], "seed=5: a search seeds trial k with hydra.sweeper.seed"),
+    "seeds swept": (["seed=1,2"], "seed=1,2: a search seeds trial k with hydra.sweeper.seed"),
 }
 
 

@@ -111,6 +111,16 @@ class OptunaSweeper(Sweeper):
         if not 0.0 <= self.max_failure_rate <= 1.0:
             raise ConfigError(f"hydra.sweeper.max_failure_rate must be in [0, 1], got {self.max_failure_rate}")
 
+    def _refuse_seed(self, parsed: list[Any]) -> None:
+        """A search gives each trial its seed (``_trial_seed``): a ``seed`` on the command line would be
+        overridden in every trial without a word, or searched over as if it were a hyperparameter."""
+        for override in parsed:
+            if override.key_or_group == "seed":
+                raise ConfigError(
+                    f"{override.input_line}: a search seeds trial k with hydra.sweeper.seed + k*seeds_per_trial; "
+                    f"give hydra.sweeper.seed instead (now {self.seed})"
+                )
+
     def _open_study(self) -> optuna.Study:
         """The study, created or loaded; nothing is written to it when any setting is wrong."""
         url = self.storage_url or f"sqlite:///{self.sweep_dir / 'study.db'}"
@@ -139,6 +149,7 @@ class OptunaSweeper(Sweeper):
     def sweep(self, arguments: list[str]) -> None:
         self._check()
         parsed = OverridesParser.create().parse_overrides(arguments)
+        self._refuse_seed(parsed)
         sweeps = [o.input_line for o in parsed if o.is_sweep_override()]
         fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
         space = parse_search_space(self.params, sweeps, self.config, fixed)

@@ -89,7 +89,7 @@ def load_run(path: str | Path) -> Run:
 
 
 def report(paths: Sequence[str | Path], **options: Any) -> dict[str, pd.DataFrame]:
-    """``rlexp report PATHS`` with ``options`` as its flags (group_by="algo", metric="final", target=None,
+    """``rlexp report PATHS`` with ``options`` as its flags (group_by=None: by config, metric="final", target=None,
     baseline=None, out=None, reps=50000, ci=0.95, seed=0, format="png"); writes the report's dir as the
     command does and returns its tables as pandas DataFrames: groups (per group and env: IQM, mean...,
     each with its CI as <name>_low and <name>_high), aggregate (over envs), comparisons (pairs of groups: difference, p-value, power) and
