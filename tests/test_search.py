@@ -116,6 +116,11 @@ def test_search_end_to_end_results_retrain_and_resume(tmp_path):
     result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=5"], cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(_finished(_study(tmp_path))) == 5
+    # ...and run once more, past its end, says so and trains nothing
+    result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=5"], cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "nothing to run: raise hydra.sweeper.n_trials above 5" in result.stdout + result.stderr
+    assert len(_study(tmp_path).trials) == 5
 
 
 def test_pruned_trials_stop_early_and_are_recorded_as_pruned(tmp_path):

@@ -160,13 +160,10 @@ class OptunaSweeper(Sweeper):
         reclaimed = reclaim_interrupted_trials(study)
         if reclaimed:
             log.info("requeued %d trial(s) interrupted by an earlier run of this sweep", reclaimed)
-        log.info(
-            "study %s in %s: %d of %d trials finished",
-            self.study_name,
-            self.storage_url,
-            len(finished_trials(study)),
-            self.n_trials,
-        )
+        done = len(finished_trials(study))
+        log.info("study %s in %s: %d of %d trials finished", self.study_name, self.storage_url, done, self.n_trials)
+        if done >= self.n_trials:  # (a sweep run again with the same study: it continues, here past its end)
+            log.info("nothing to run: raise hydra.sweeper.n_trials above %d to run more trials in this study", done)
 
         while True:
             remaining = self.n_trials - len(finished_trials(study))
