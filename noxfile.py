@@ -1,4 +1,5 @@
-"""Sessions: lint, tests (fast set), slow (long trainings and end-to-end runs), benchmarks. `nox -s tests`."""
+"""Sessions: lint (ruff, the import layers), tests (fast set), slow (long trainings and end-to-end runs), docs,
+benchmarks. `nox -s tests`."""
 
 from __future__ import annotations
 
@@ -17,8 +18,18 @@ def _install(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6")
-    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py")
-    session.run("ruff", "format", "--check", "src", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py", "docs")
+    session.run("ruff", "format", "--check", "src", "tests", "benchmarks", "noxfile.py", "docs")
+    # the layers of pyproject.toml's [tool.importlinter] (import-linter reads the installed package)
+    _install(session)
+    session.run("lint-imports")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site into site/, every warning an error (a broken link, a missing page)."""
+    _install(session)
+    session.run("mkdocs", "build", "--strict", *session.posargs)
 
 
 @nox.session

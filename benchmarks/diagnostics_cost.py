@@ -18,9 +18,9 @@ from omegaconf import OmegaConf
 from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.env_util import make_vec_env
 
-from rlexp.run.diagnostics import PARAMETERS_EVERY, FiniteEnv, FiniteTraining, check_parameters
-from rlexp.run.health import TrainingHealth, estimated_q
-from rlexp.schema import DiagnosticsConfig
+from rlexp.config.schema import DiagnosticsConfig
+from rlexp.monitor.finite import PARAMETERS_EVERY, FiniteEnv, FiniteTraining, check_parameters
+from rlexp.monitor.health import TrainingHealth, estimated_q
 
 # case -> algorithm, env id, envs, kwargs (throughput.py's cases, shortened)
 CASES = {

@@ -54,7 +54,7 @@ def compose_cfg(overrides: list[str]) -> tuple[DictConfig, dict[str, Any]]:
 
 def train(overrides: list[str], run_dir: Path) -> dict[str, Any]:
     """One real training run in this process, through the front door as the command does; returns its summary.json."""
-    from rlexp import front_door
+    from rlexp.run import front_door
     from rlexp.run.manager import run
 
     cfg, choices = compose_cfg(overrides)

@@ -9,7 +9,7 @@ from typing import Any
 from hydra.core.utils import JobReturn
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher
 
-from rlexp.cluster.launchers import ENV_JOB_CPUS, usable_cpus
+from rlexp.cluster.cpus import ENV_JOB_CPUS, usable_cpus
 
 
 class LocalParallelLauncher(LocalLauncher):

@@ -28,9 +28,10 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
+from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Diverged, Interrupted
-from rlexp.overrides import as_override
-from rlexp.run.saving import atomic_write_text
+from rlexp.rundir.atomic import atomic_write_text
+from rlexp.rundir.contract import TRIAL_FILE, read_summary
 from rlexp.search.results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
 from rlexp.search.space import parse_search_space
 from rlexp.search.study import (
@@ -332,10 +333,9 @@ class OptunaSweeper(Sweeper):
         launcher raises for the first job that died (cancelled, preempted, out of memory) and drops the
         results of the others, which their run dirs still hold."""
         run_dir = Path(trial.user_attrs[RUN_DIR_ATTR])
-        if (run_dir / "trial.json").is_file():  # several seeds, all completed
-            value = json.loads((run_dir / "trial.json").read_text())["mean"]
+        if (run_dir / TRIAL_FILE).is_file():  # several seeds, all completed
+            value = json.loads((run_dir / TRIAL_FILE).read_text())["mean"]
             return JobReturn(status=JobStatus.COMPLETED, _return_value=value)
-        from rlexp.run.run_dir import read_summary  # imports SB3: only when a batch failed
 
         statuses = {}
         for d in [run_dir, *sorted(run_dir.glob("seed_*"))]:

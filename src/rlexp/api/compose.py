@@ -26,8 +26,9 @@ def hydra_session() -> Iterator[Any]:
     from hydra.core.hydra_config import HydraConfig
     from hydra.initialize import get_gh_backup, restore_gh_from_backup
 
-    import rlexp.cli  # noqa: F401  (registers the typed schema and rlexp's Hydra plugins)
+    from rlexp.commands.train import register_hydra
 
+    register_hydra()
     hydra_state, job_config = get_gh_backup(), HydraConfig.instance().cfg  # (a caller's own Hydra app)
     GlobalHydra.instance().clear()
     try:
@@ -40,14 +41,14 @@ def hydra_session() -> Iterator[Any]:
 
 def user_error(err: BaseException) -> ConfigError:
     """Hydra's and OmegaConf's errors as the command's one line."""
-    from rlexp.cli import one_line
+    from rlexp.config.messages import one_line
 
     return ConfigError(one_line(err))
 
 
 def checked_overrides(overrides: Sequence[str]) -> list[str]:
     """A list of ``key=value`` strings, numbers written as the command takes them (n_timesteps=1e5)."""
-    from rlexp.cli import whole_numbers
+    from rlexp.config.overrides import whole_numbers
 
     if isinstance(overrides, str) or not all(isinstance(o, str) for o in overrides):
         raise ConfigError(f"overrides: expected a list of 'key=value' strings, got {overrides!r}")
@@ -62,7 +63,8 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from rlexp.front_door import check_static, job_config
+    from rlexp.config.validation import job_config
+    from rlexp.run.front_door import check_static
 
     overrides = checked_overrides(overrides)
     with hydra_session():

@@ -24,7 +24,7 @@ class Run:
     """A run dir: its config.yaml, summary.json and saved agents (final, best, step_<N>)."""
 
     def __init__(self, path: str | Path) -> None:
-        from rlexp.run.run_dir import CONFIG_FILE
+        from rlexp.rundir.contract import CONFIG_FILE
 
         self.dir = Path(path)
         if not (self.dir / CONFIG_FILE).is_file():
@@ -36,7 +36,7 @@ class Run:
     @property
     def summary(self) -> dict[str, Any]:
         """summary.json as it is now (status, scores, steps, versions...)."""
-        from rlexp.run.run_dir import read_summary
+        from rlexp.rundir.contract import read_summary
 
         summary = read_summary(self.dir, remedy="not a run dir of this rlexp?")
         if summary is None:
@@ -46,16 +46,16 @@ class Run:
     @property
     def config(self) -> DictConfig:
         """The config the run trained with (config.yaml, typed by the schema)."""
-        from rlexp.run.run_dir import read_config
+        from rlexp.rundir.contract import read_config
 
         return read_config(self.dir, remedy="not a run dir of this rlexp?")
 
     def load_agent(self, which: str = "final") -> BaseAlgorithm:
         """The agent ``which`` (final, best or step_<N>), its env the run's eval env with the agent's
         VecNormalize statistics, frozen: ``env = model.get_env(); model.predict(env.reset())``."""
-        from rlexp.run.envs import build_vec_env
-        from rlexp.run.model import load_agent
-        from rlexp.run.saved import open_agent
+        from rlexp.build.envs import build_vec_env
+        from rlexp.build.model import load_agent
+        from rlexp.rundir.agents import open_agent
 
         agent = open_agent(str(self.dir), which)
         env = build_vec_env(agent.cfg.env, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=1)

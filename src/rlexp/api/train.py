@@ -13,10 +13,12 @@ from omegaconf import DictConfig
 
 from rlexp.api.compose import checked_overrides, hydra_session, overrides_of, user_error
 from rlexp.api.runs import Run
+from rlexp.commands.console import ConsoleFormatter
+from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Refused
-from rlexp.overrides import as_override
+from rlexp.rundir.contract import LOG_FILE
 
-# as Hydra's default job logging, which the command uses: console and RUN/rlexp.log
+# as the command's job logging (conf/hydra/job_logging/rlexp.yaml): RUN/rlexp.log with time and source
 _FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"
 
 
@@ -34,7 +36,7 @@ def train(config: DictConfig | Sequence[str] = (), run_dir: str | Path | None = 
     from hydra.types import RunMode
     from omegaconf.errors import OmegaConfBaseException
 
-    from rlexp.cli import USER_ERRORS, train_job
+    from rlexp.commands.train import USER_ERRORS, train_job
 
     if threading.current_thread() is not threading.main_thread():
         raise ConfigError("rlexp.train runs in the main thread (a run stops on signals, which only it receives)")
@@ -76,7 +78,7 @@ def _logged() -> Iterator[None]:
     logger = logging.getLogger("rlexp")
     saved = logger.level, logger.propagate, list(logger.handlers)
     console = logging.StreamHandler()
-    console.setFormatter(logging.Formatter(_FORMAT))
+    console.setFormatter(ConsoleFormatter())
     logger.handlers = [console, _RunFile(HydraConfig)]
     logger.setLevel(logging.INFO)
     logger.propagate = False
@@ -103,7 +105,7 @@ class _RunFile(logging.Handler):
             run_dir = Path(self.hydra_config.get().runtime.output_dir)
             if not run_dir.is_dir():
                 return
-            self.file = logging.FileHandler(run_dir / "rlexp.log")
+            self.file = logging.FileHandler(run_dir / LOG_FILE)
             self.file.setFormatter(logging.Formatter(_FORMAT))
         self.file.emit(record)
 

@@ -18,14 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from rlexp.commands import positive_int
+from rlexp.commands.arguments import positive_int
 
 
 def parse_options(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """check's own options; everything else goes to Hydra as the run's overrides."""
-    from rlexp.commands import _Parser
+    from rlexp.commands.arguments import OneLineParser
 
-    parser = _Parser(prog="rlexp check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(
+        prog="rlexp check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--episodes", type=positive_int, default=20, help="random-policy episodes (default 20)")
     parser.add_argument("--steps", type=positive_int, default=1000, help="random steps for seeding and ranges (1000)")
     return parser.parse_known_args(args)
@@ -124,9 +126,9 @@ def report(cfg: Any, checked: list[str] | None, options: argparse.Namespace) -> 
     warnings (None: it did not run, which a single run never is)."""
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
+    from rlexp.build.envs import gymnasium_check, one_env
     from rlexp.errors import one_line_error
-    from rlexp.run.baseline import EPISODE_CAP, random_baseline
-    from rlexp.run.envs import gymnasium_check, one_env
+    from rlexp.monitor.baseline import EPISODE_CAP, random_baseline
 
     env_cfg, seed = cfg.env, cfg.seed
     results = [Result("config", checked is not None, "composed and built as a run would build it")]
@@ -159,7 +161,11 @@ def report(cfg: Any, checked: list[str] | None, options: argparse.Namespace) -> 
         env.close()
         twin.close()
     try:
-        baseline = random_baseline(env_cfg, seed, options.episodes)
+        eval_env = one_env(env_cfg, for_eval=True)
+        try:
+            baseline = random_baseline(eval_env, seed, options.episodes)
+        finally:
+            eval_env.close()
     except Exception as err:
         results.append(Result("random policy", False, one_line_error(err)))
     else:
@@ -179,7 +185,7 @@ def report(cfg: Any, checked: list[str] | None, options: argparse.Namespace) -> 
 
 def _print(cfg: Any, results: list[Result], notes: list[str]) -> None:
     tuned = f" (tuned/{cfg.tuned_file}.yaml)" if cfg.tuned_file else ""
-    from rlexp.run.backends import algo_target, is_sbx
+    from rlexp.build.backends import algo_target, is_sbx
 
     name = algo_target(cfg).rsplit(".", 1)[-1] + (" (sbx)" if is_sbx(cfg) else "")
     print(f"rlexp check: {name} on {cfg.env.id}{tuned}, seed {cfg.seed}")

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlexp.commands import add_agent_arguments, positive_int
+from rlexp.commands.arguments import add_agent_arguments, positive_int
 
 if TYPE_CHECKING:  # the run modules import SB3: loaded once the arguments are good
-    from rlexp.run.saved import SavedAgent
+    from rlexp.rundir.agents import SavedAgent
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +43,8 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
     """``episodes`` episodes of the agent; env i of ``n_envs`` is seeded ``seed + i``."""
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    from rlexp.run.envs import build_vec_env, closed_at_end
-    from rlexp.run.model import load_agent
+    from rlexp.build.envs import build_vec_env, closed_at_end
+    from rlexp.build.model import load_agent
 
     out = Episodes()
 
@@ -94,9 +94,10 @@ def main(args: argparse.Namespace) -> int:
 
 def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     """Plays and scores the episodes; returns the record written to ``<out>.json`` and ``out``."""
-    from rlexp.cluster.launchers import job_threads
-    from rlexp.run.saved import open_agent
-    from rlexp.run.saving import atomic_write_json, atomic_write_text
+    from rlexp.cluster.cpus import job_threads
+    from rlexp.rundir.agents import open_agent
+    from rlexp.rundir.atomic import atomic_write_json, atomic_write_text
+    from rlexp.rundir.contract import EVALUATE_DIR
     from rlexp.stats.scores import summarize
 
     agent = open_agent(args.run, args.agent)
@@ -118,7 +119,7 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     }
     stem = f"{agent.name}_seed{seed}_n{args.episodes}"
     stem += (f"_envs{n_envs}" if n_envs > 1 else "") + ("" if deterministic else "_stochastic")
-    out = agent.out_dir / "eval" / stem
+    out = agent.out_dir / EVALUATE_DIR / stem
     atomic_write_text(out.with_suffix(".csv"), _csv(episodes))
     atomic_write_json(out.with_suffix(".json"), record)
     return record, out

@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlexp.commands import positive_int
+from rlexp.commands.arguments import positive_int
 from rlexp.errors import ConfigError
 
 if TYPE_CHECKING:  # SB3 and torch: loaded once the arguments are good
     from rlexp.export.make import Exported
-    from rlexp.run.saved import SavedAgent
+    from rlexp.rundir.agents import SavedAgent
 
 CHOICES = ("onnx", "torchscript", "all")
 
@@ -70,11 +70,11 @@ def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path,
     formats = ["onnx", "torchscript"] if args.format == "all" else [args.format]
     if args.quantize and "onnx" not in formats:
         raise ConfigError(f"--quantize {args.quantize} quantizes the ONNX file: use --format onnx or all")
-    from rlexp.run.saved import open_agent
-    from rlexp.run.saving import check_replaceable
+    from rlexp.rundir.agents import open_agent
+    from rlexp.rundir.atomic import check_replaceable
 
     agent = open_agent(args.run, args.agent)
-    from rlexp.run.backends import is_sbx
+    from rlexp.build.backends import is_sbx
 
     if is_sbx(agent.cfg):
         raise ConfigError(
@@ -88,7 +88,7 @@ def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path,
         _need_onnx()
     import torch
 
-    from rlexp.cluster.launchers import job_threads
+    from rlexp.cluster.cpus import job_threads
 
     threads = job_threads(agent.cfg.torch_threads)
     torch.set_num_threads(threads)

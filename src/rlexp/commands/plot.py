@@ -39,10 +39,13 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"--output {output}: unknown format {output.suffix!r}; choose one of {', '.join(FORMATS)}"
             )
-    from rlexp.plots.curves import draw, read_curves, run_labels
+    from rlexp.figures.curves import draw, read_curves, run_labels
 
     curves = [read_curves(run, label) for run, label in zip(run_dirs, run_labels(run_dirs), strict=True)]
     if not any(c.train_returns.size or c.eval_mean.size for c in curves):
         raise ConfigError("no episode to draw yet: " + ", ".join(str(d) for d in run_dirs))
     print(f"rlexp plot: {len(curves)} run{'s' * (len(curves) > 1)} drawn to {draw(curves, output, args.title)}")
+    unevaluated = [str(d) for d, c in zip(run_dirs, curves, strict=True) if not c.eval_mean.size]
+    if unevaluated:
+        print(f"rlexp plot: no periodic evaluations in {', '.join(unevaluated)} (callbacks.eval.freq=0?): not drawn")
     return 0

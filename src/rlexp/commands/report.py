@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rlexp.commands import nonnegative_int, positive_int
+from rlexp.commands.arguments import nonnegative_int, positive_int
 from rlexp.errors import ConfigError
 
 FORMATS = ("png", "pdf", "svg")
@@ -80,11 +80,24 @@ def main(args: argparse.Namespace) -> int:
     report, out = make(args)
     counts = report["counts"]
     left = f", {counts['left_out']} left out (listed in report.md)" if counts["left_out"] else ""
-    print(f"rlexp report: {counts['used']} runs in {counts['groups']} groups{left}")
+    print(f"rlexp report: {counts['used']} runs in {counts['groups']} group{'s' * (counts['groups'] != 1)}{left}")
     from rlexp.reporting.make import aggregate_lines
 
     for line in aggregate_lines(report):
         print(f"  {line}")
+    from rlexp.reporting.compute import ALL_ENVS
+
+    uncurved = sorted({row["env"] for row in report["groups"]} - set(report["curves"]) - {ALL_ENVS})
+    if uncurved:
+        what = (
+            "no sample_efficiency.png"
+            if not report["curves"]
+            else "sample_efficiency.png leaves out " + ", ".join(uncurved)
+        )
+        print(
+            f"rlexp report: {what}: the runs of {', '.join(uncurved)} have no periodic evaluations on common "
+            "steps (callbacks.eval.freq=0, or budgets below one evaluation)"
+        )
     print(f"rlexp report: written to {out / 'report.md'}")
     return 0
 
@@ -94,7 +107,7 @@ def make(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     from rlexp.reporting.compute import Settings
     from rlexp.reporting.make import collect, default_out, write_report
     from rlexp.reporting.metrics import parse_metric
-    from rlexp.run.saving import check_replaceable
+    from rlexp.rundir.atomic import check_replaceable
 
     settings = Settings(
         metric=parse_metric(args.metric),

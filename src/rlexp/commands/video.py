@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlexp.commands import add_agent_arguments
+from rlexp.commands.arguments import add_agent_arguments
 from rlexp.errors import ConfigError
 
 if TYPE_CHECKING:  # the run modules import SB3: loaded once the arguments are good
-    from rlexp.run.saved import SavedAgent
+    from rlexp.rundir.agents import SavedAgent
 
 FORMATS = ("mp4", "gif")
 
@@ -74,15 +74,16 @@ def _write(imageio: Any, frames: list[np.ndarray], options: dict[str, Any], path
 
 def main(args: argparse.Namespace) -> int:
     imageio = _writer(args.format)
-    from rlexp.run.saved import open_agent
+    from rlexp.rundir.agents import open_agent
 
     agent = open_agent(args.run, args.agent)
     _headless()
-    from rlexp.run.saving import atomic_write
+    from rlexp.rundir.atomic import atomic_write
+    from rlexp.rundir.contract import VIDEOS_DIR
 
     seed, deterministic = agent.episode_seed(args.seed), agent.deterministic(args.stochastic)
     for i, (frames, ret, length, fps) in enumerate(_episodes(agent, args.episodes, seed, deterministic)):
-        dest = agent.out_dir / "videos" / f"{agent.name}_seed{seed + i}_return{ret:.1f}.{args.format}"
+        dest = agent.out_dir / VIDEOS_DIR / f"{agent.name}_seed{seed + i}_return{ret:.1f}.{args.format}"
         # mp4: even sizes for yuv420p, without resizing frames of the usual sizes; gif: duration in ms
         options = {"fps": fps, "macro_block_size": 2} if args.format == "mp4" else {"duration": 1000 / fps, "loop": 0}
         atomic_write(dest, functools.partial(_write, imageio, frames, options))
@@ -91,8 +92,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool) -> Any:
-    from rlexp.run.envs import build_vec_env, closed_at_end
-    from rlexp.run.model import load_agent
+    from rlexp.build.envs import build_vec_env, closed_at_end
+    from rlexp.build.model import load_agent
 
     env_cfg = agent.cfg.env
     with closed_at_end(

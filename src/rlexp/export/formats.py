@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rlexp.build.torch_settings import unchecked_distributions
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.export.graph import Graph
-from rlexp.run.lean import unchecked_distributions
 
 FORMATS = ("onnx", "torchscript")
 FILES = {"onnx": "policy.onnx", "torchscript": "policy.pt", "int8": "policy.int8.onnx"}

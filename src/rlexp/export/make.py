@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.errors import ConfigError, one_line_error
-from rlexp.run.saved import FINAL, SavedAgent
-from rlexp.run.saving import replaced_dir
+from rlexp.rundir.agents import FINAL, SavedAgent
+from rlexp.rundir.atomic import replaced_dir
+from rlexp.rundir.contract import EXPORT_DIR
 
 POLICY_FILE = "policy.json"
 PARITY_FILE = "parity.json"
@@ -21,7 +22,7 @@ class ParityFailed(ConfigError):
 
 
 def default_out(agent: SavedAgent) -> Path:
-    return agent.out_dir / ("export" if agent.name == FINAL else f"export_{agent.name}")
+    return agent.out_dir / (EXPORT_DIR if agent.name == FINAL else f"{EXPORT_DIR}_{agent.name}")
 
 
 @dataclass
@@ -35,6 +36,8 @@ def export_agent(
 ) -> Exported:
     import json
 
+    from rlexp.build.envs import build_vec_env, closed_at_end
+    from rlexp.build.model import load_agent
     from rlexp.export.formats import (
         FILES,
         RUNTIME_FILES,
@@ -47,9 +50,7 @@ def export_agent(
     from rlexp.export.graph import build_graph
     from rlexp.export.metadata import EXPORT_PACKAGES, policy_record
     from rlexp.export.parity import TOLERANCE, compare, failure, record
-    from rlexp.run.envs import build_vec_env, closed_at_end
-    from rlexp.run.model import load_agent
-    from rlexp.run.summary import package_versions
+    from rlexp.rundir.provenance import package_versions
 
     cfg = agent.cfg
     with closed_at_end(build_vec_env(cfg.env, cfg.seed, None, agent.stats, for_eval=True, n_envs=1)) as venv:

@@ -11,9 +11,10 @@ from gymnasium import spaces
 from omegaconf import OmegaConf
 from stable_baselines3.common.preprocessing import is_image_space
 
+from rlexp.build.envs import env_kwargs
 from rlexp.export.graph import Graph
-from rlexp.run.envs import EVAL_SEED_OFFSET, env_kwargs
-from rlexp.run.saved import SavedAgent
+from rlexp.monitor.evaluation import EVAL_SEED_OFFSET
+from rlexp.rundir.agents import SavedAgent
 
 FORMAT_VERSION = 1
 EXPORT_PACKAGES = ("onnx", "onnxruntime", "onnxscript")
@@ -107,8 +108,8 @@ def usage(graph: Graph, files: dict[str, str]) -> str:
 def policy_record(
     agent: SavedAgent, graph: Graph, files: dict[str, str], opset: int | None, command: str
 ) -> dict[str, Any]:
-    from rlexp.run.run_dir import read_summary
-    from rlexp.run.summary import package_versions
+    from rlexp.rundir.contract import read_summary
+    from rlexp.rundir.provenance import package_versions
 
     cfg = agent.cfg
     model_space = graph.module.policy.action_space

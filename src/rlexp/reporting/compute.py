@@ -321,7 +321,7 @@ def _notes(c: _Cells, randoms: dict[str, float | None]) -> list[str]:
 def _normalization(s: Settings, envs: list[str], randoms: dict[str, float | None]) -> dict[str, dict[str, Any]]:
     unknown = sorted(set(s.targets) - {"*", *envs})
     if unknown:
-        from rlexp.schema import did_you_mean
+        from rlexp.config.validation import did_you_mean
 
         raise ConfigError(
             f"--target: no run on {', '.join(unknown)}{did_you_mean(unknown[0], envs)}; envs: {', '.join(envs)}"
@@ -351,7 +351,7 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
         )
     groups, envs = list(dict.fromkeys(r.group for r in used)), sorted({r.env for r in used})
     if s.baseline is not None and s.baseline not in groups:
-        from rlexp.schema import did_you_mean
+        from rlexp.config.validation import did_you_mean
 
         holding = [g for g in groups if s.baseline in g]  # --baseline ppo for the group algo=ppo
         hint = f" (did you mean {holding[0]}?)" if len(holding) == 1 else did_you_mean(s.baseline, groups)

@@ -11,7 +11,7 @@ from rlexp.errors import ConfigError
 from rlexp.reporting.compute import Settings, compute
 from rlexp.reporting.metrics import Grid, Metric, common_grid, score_runs
 from rlexp.reporting.runs import Run, assign_groups, read_run, runs_in
-from rlexp.run.saving import check_replaceable, replaced_dir
+from rlexp.rundir.atomic import check_replaceable, replaced_dir
 
 
 def find_runs(paths: list[Path]) -> list[Run]:
@@ -55,8 +55,8 @@ def write_report(
 ) -> dict[str, Any]:
     """Computes the report of collected runs and writes it into ``out``; returns its numbers (report.json).
 
-    Written whole in a new hidden sibling dir, then swapped in (rlexp.run.saving.replaced_dir)."""
-    from rlexp.reporting.figures import draw_all
+    Written whole in a new hidden sibling dir, then swapped in (rlexp.rundir.atomic.replaced_dir)."""
+    from rlexp.figures.report import draw_all
     from rlexp.reporting.write import write_all
 
     out = check_replaceable(out, inputs, "report.json")

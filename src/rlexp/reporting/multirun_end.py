@@ -14,12 +14,14 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from rlexp.rundir.contract import SUMMARY_FILE
+
 log = logging.getLogger(__name__)
 _pending: Path | None = None  # the sweep dir of the multirun under way in this process, not yet reported
 
 
 def _report(sweep_dir: Path, why: str = "") -> None:
-    if not sweep_dir.is_dir() or not any(sweep_dir.glob("*/summary.json")):
+    if not sweep_dir.is_dir() or not any(sweep_dir.glob(f"*/{SUMMARY_FILE}")):
         return  # (every job refused before it wrote a run: the error says it all)
     try:
         from rlexp.reporting.compute import Settings

@@ -6,7 +6,6 @@ the report lists it instead of dropping it silently."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,6 +16,18 @@ import numpy as np
 import yaml
 
 from rlexp.errors import ConfigError
+from rlexp.rundir.contract import (
+    COMMAND_FILE,
+    COMPLETED,
+    CONFIG_FILE,
+    EVALUATIONS_FILE,
+    INTERRUPTED,
+    RUNNING,
+    SUMMARY_FILE,
+    read_config_dict,
+    read_evaluations,
+    read_summary,
+)
 
 # keys that do not change what a run learns or how it is scored: runs differing only there are seeds of
 # one condition (the seed itself, logging, drawing, health checks, checkpoints, where it ran)
@@ -37,19 +48,18 @@ NOT_GROUPED = (
 # keys added to the config since runs were first written, with the value that a run written before held
 # (its config.yaml lacks them): an older run and a newer one of the same condition are one group
 ADDED_KEYS = {"backend": "sb3", "callbacks.stop.reward_threshold": None}
-_YAML = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there: 200 configs in a blink
 
 
 def runs_in(path: Path) -> list[Path]:
     """The run dirs ``path`` is or holds (dirs with a summary.json), in order of their names' numbers."""
     if not path.is_dir():
         raise ConfigError(f"{path}: no such directory")
-    if (path / "summary.json").is_file():
+    if (path / SUMMARY_FILE).is_file():
         return [path]
     found = sorted(
         (
             p.parent
-            for p in path.rglob("summary.json")  # not in hidden dirs: a run set aside (.abandoned_1), .hydra
+            for p in path.rglob(SUMMARY_FILE)  # not in hidden dirs: a run set aside (.abandoned_1), .hydra
             if not any(part.startswith(".") for part in p.relative_to(path).parts)
         ),
         key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))],  # job 2 before 10
@@ -115,18 +125,18 @@ def _one_line(text: str) -> str:
 
 
 def _status_problem(summary: dict[str, Any], run_dir: Path) -> str | None:
-    from rlexp.run.lock import abandoned
+    from rlexp.rundir.lock import abandoned
 
     status = summary.get("status")
-    if status == "completed":
+    if status == COMPLETED:
         final = summary.get("final_eval")
         if not isinstance(final, dict) or not isinstance(final.get("mean"), (int, float)):
-            return "completed without a final evaluation mean in summary.json"
+            return f"completed without a final evaluation mean in {SUMMARY_FILE}"
         return None
-    if status == "running":
+    if status == RUNNING:
         return "its process died before it finished" if abandoned(summary, run_dir) else "still running"
-    if status == "interrupted":
-        return "interrupted (resumable: run its command.txt again to finish it)"
+    if status == INTERRUPTED:
+        return f"interrupted (resumable: run its {COMMAND_FILE} again to finish it)"
     if status is None:
         return "no status in summary.json"
     error = f": {_one_line(str(summary['error']))}" if summary.get("error") else ""
@@ -136,21 +146,23 @@ def _status_problem(summary: dict[str, Any], run_dir: Path) -> str | None:
 def read_run(run_dir: Path) -> Run:
     """A run dir with what the report needs; an unreadable or unfinished one comes back left out."""
     try:
-        summary = json.loads((run_dir / "summary.json").read_text())
-        config = yaml.load((run_dir / "config.yaml").read_text(), Loader=_YAML)
-        if not isinstance(summary, dict) or not isinstance(config, dict):
-            raise ValueError("not a mapping")
-    except (OSError, ValueError, yaml.YAMLError) as err:
-        return Run(run_dir, {}, {}, left_out=f"unreadable summary.json or config.yaml ({type(err).__name__})")
+        summary = read_summary(run_dir)
+        config = read_config_dict(run_dir)
+        if summary is None:
+            raise FileNotFoundError(run_dir / SUMMARY_FILE)
+    except (OSError, ValueError, ConfigError, yaml.YAMLError) as err:
+        kind = "unreadable" if isinstance(err, ConfigError) else type(err).__name__
+        return Run(run_dir, {}, {}, left_out=f"unreadable {SUMMARY_FILE} or {CONFIG_FILE} ({kind})")
     run = Run(run_dir, summary, config, left_out=_status_problem(summary, run_dir))
-    npz = run_dir / "evaluations.npz"
-    if run.left_out is None and npz.is_file():
+    if run.left_out is None:
         try:
-            with np.load(npz) as data:
-                run.eval_steps = np.asarray(data["timesteps"], dtype=np.float64)
-                run.eval_means = np.asarray(data["results"], dtype=np.float64).mean(axis=1)
+            evaluations = read_evaluations(run_dir)
         except Exception as err:  # np.load: EOFError, BadZipFile, zlib.error, KeyError, ValueError...
-            run.left_out = f"evaluations.npz unreadable ({type(err).__name__})"
+            run.left_out = f"{EVALUATIONS_FILE} unreadable ({type(err).__name__})"
+        else:
+            if evaluations is not None:
+                run.eval_steps = np.asarray(evaluations.timesteps, dtype=np.float64)
+                run.eval_means = evaluations.means
     return run
 
 
@@ -179,7 +191,7 @@ def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
             if key == "seed":
                 raise ConfigError("--group-by seed: the seeds are what a group's runs differ by, never a group")
             if key not in known and not any(k.startswith(f"{key}.") for k in known):
-                from rlexp.schema import did_you_mean
+                from rlexp.config.validation import did_you_mean
 
                 raise ConfigError(f"--group-by {key}: no run has this key{did_you_mean(key, sorted(known))}")
         for run, flat in zip(used, flats, strict=True):

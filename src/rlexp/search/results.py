@@ -21,7 +21,8 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 
-from rlexp.run.saving import atomic_write_text
+from rlexp.rundir.atomic import atomic_write_text
+from rlexp.rundir.contract import CONFIG_FILE, SEED_DIR_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +64,11 @@ def tuned_yaml(study: optuna.Study, name: str, best: FrozenTrial) -> str:
     so that the values the search started from (e.g. an earlier tuned file's n_envs) come along."""
     run_dir = Path(best.user_attrs[RUN_DIR_ATTR])
     # a trial of several seeds keeps one run per seed in seed_<s>/; their training configs differ only in seed
-    configs = (
-        [run_dir / "config.yaml"] if (run_dir / "config.yaml").is_file() else sorted(run_dir.glob("seed_*/config.yaml"))
-    )
+    one = run_dir / CONFIG_FILE
+    configs = [one] if one.is_file() else sorted(run_dir.glob(f"{SEED_DIR_PREFIX}*/{CONFIG_FILE}"))
     used = [yaml.safe_load(path.read_text()) for path in configs]  # may raise OSError
     if not used:
-        raise OSError(f"no config.yaml in {run_dir}")
+        raise OSError(f"no {CONFIG_FILE} in {run_dir}")
     seeds = ", ".join(str(u["seed"]) for u in used)
     body = {"tuned_file": name, "tuned_env_id": used[0]["env"]["id"], **{k: used[0][k] for k in TRAINING_KEYS}}
     header = (

@@ -55,18 +55,19 @@ def check_installed(cfg: DictConfig) -> None:
             )
 
 
-def start_trackers(cfg: DictConfig, run_dir: Path, summary: dict[str, Any]) -> list[Tracker]:
-    """The run's trackers, started (or continued, on resume) with the composed config."""
+def start_trackers(cfg: DictConfig, run_dir: Path, kept: dict[str, Any], start_time: str) -> list[Tracker]:
+    """The run's trackers, started (or continued, on resume: ``kept`` holds their records, summary.json's
+    ``trackers``, which each started tracker's record is put in) with the composed config; ``start_time``:
+    when the run started."""
     import logging
 
     found: list[Tracker] = []
-    kept = summary.setdefault("trackers", {})
     for name in requested(cfg):
         try:
             if name == "wandb":
                 from rlexp.trackers.wandb_tracker import WandbTracker
 
-                tracker: Tracker = WandbTracker(cfg, run_dir, kept.get(name), summary["start_time"])
+                tracker: Tracker = WandbTracker(cfg, run_dir, kept.get(name), start_time)
             else:
                 from rlexp.trackers.mlflow_tracker import MlflowTracker
 
@@ -93,16 +94,3 @@ def finish_trackers(trackers: list[Tracker], run_dir: Path, summary: dict[str, A
             logging.getLogger(__name__).warning(
                 "logger.%s: could not finish its run: %s: %s", tracker.name, type(err).__name__, err
             )
-
-
-def scalars(key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...] | None], name: str) -> dict[str, float]:
-    """The numbers of one SB3 log dump that the tracker ``name`` takes (strings, videos, figures left out)."""
-    import numpy as np
-
-    out = {}
-    for key, value in key_values.items():
-        if name in (key_excluded.get(key) or ()):
-            continue
-        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-            out[key] = float(value)
-    return out

@@ -12,7 +12,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter
 
-from rlexp.trackers import scalars
+from rlexp.rundir.contract import COMMAND_FILE, COMPLETED, CONFIG_FILE, MODEL_FILE, SUMMARY_FILE, VECNORMALIZE_FILE
+from rlexp.trackers.writer import scalars
 
 DEFAULT_STORE = "mlruns.db"  # sqlite:///<working dir>/mlruns.db
 MAX_PARAM = 6000  # characters of a param's value that MLflow keeps (longer ones are cut, with "...")
@@ -82,8 +83,8 @@ class MlflowTracker:
         if self.run_id is not None:  # resumed: the same MLflow run goes on
             self.client.update_run(self.run_id, status="RUNNING")
         else:
-            from rlexp.run.backends import algo_target
-            from rlexp.run.summary import git_commit
+            from rlexp.build.backends import algo_target
+            from rlexp.rundir.provenance import git_commit
 
             tags = {
                 "algo": algo_target(cfg).rsplit(".", 1)[-1],
@@ -111,9 +112,9 @@ class MlflowTracker:
 
     def finish(self, run_dir: Path, summary: dict[str, Any]) -> None:
         """The final agent, its statistics and summary.json as artifacts; the run's status."""
-        completed = summary.get("status") == "completed"
+        completed = summary.get("status") == COMPLETED
         if completed:
-            for name in ("model.zip", "vecnormalize.pkl", "summary.json", "config.yaml"):
+            for name in (MODEL_FILE, VECNORMALIZE_FILE, SUMMARY_FILE, CONFIG_FILE):
                 if (run_dir / name).is_file():
                     self.client.log_artifact(self.run_id, str(run_dir / name))
             final = summary.get("final_eval") or {}
@@ -129,7 +130,7 @@ def run_name(run_dir: Path) -> str:
 
 
 def cfg_command(run_dir: Path) -> list[str]:
-    path = run_dir / "command.txt"
+    path = run_dir / COMMAND_FILE
     return [path.read_text().strip()] if path.is_file() else []
 
 

@@ -12,7 +12,8 @@ from urllib.parse import urlparse
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter
 
-from rlexp.trackers import scalars
+from rlexp.rundir.contract import COMPLETED, MODEL_FILE, VECNORMALIZE_FILE
+from rlexp.trackers.writer import scalars
 
 
 def default_mode() -> str:
@@ -71,9 +72,9 @@ class WandbTracker:
         """The final agent and its statistics as a model artifact, the scores in the run's summary."""
         import wandb
 
-        if summary.get("status") == "completed":
+        if summary.get("status") == COMPLETED:
             artifact = wandb.Artifact(f"{self.run.id}-model", type="model")
-            for name in ("model.zip", "vecnormalize.pkl"):
+            for name in (MODEL_FILE, VECNORMALIZE_FILE):
                 if (run_dir / name).is_file():
                     artifact.add_file(str(run_dir / name))
             self.run.log_artifact(artifact)

@@ -1,4 +1,4 @@
-"""SB3's logger output to a tracker, guarded: a tracker never fails a run."""
+"""SB3's logger output to a tracker: the scalars it takes, guarded, so that a tracker never fails a run."""
 
 from __future__ import annotations
 
@@ -33,3 +33,16 @@ class GuardedWriter(KVWriter):
 
     def close(self) -> None:
         self.writer.close()
+
+
+def scalars(key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...] | None], name: str) -> dict[str, float]:
+    """The numbers of one SB3 log dump that the tracker ``name`` takes (strings, videos, figures left out)."""
+    import numpy as np
+
+    out = {}
+    for key, value in key_values.items():
+        if name in (key_excluded.get(key) or ()):
+            continue
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            out[key] = float(value)
+    return out

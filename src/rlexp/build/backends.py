@@ -1,0 +1,176 @@
+"""Which library trains the algorithm: SB3 on torch (``backend=sb3``) or sbx on JAX (``backend=sbx``).
+
+sbx offers SB3's API (same VecEnvs, buffers, callbacks, logger and zip files) with JAX networks; a run
+takes the same config keys. What sbx does not take, or takes with another meaning, is refused here in
+one line naming the key, unless it is left at SB3's default (then there is nothing to honour).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from rlexp.build.schedules import CONSTANT
+from rlexp.errors import ConfigError
+
+JAX_CACHE_BYTES = 1 << 30  # compiled programs kept between runs (a SAC run's are ~0.6 MB)
+SB3 = "sb3"
+SBX = "sbx"
+# the algorithm classes sbx has, by the SB3 / sb3-contrib class the algo config names
+SBX_CLASSES = {
+    "stable_baselines3.SAC": "sbx.SAC",
+    "sb3_contrib.TQC": "sbx.TQC",
+    "stable_baselines3.TD3": "sbx.TD3",
+    "stable_baselines3.DDPG": "sbx.DDPG",
+    "sb3_contrib.CrossQ": "sbx.CrossQ",
+    "stable_baselines3.PPO": "sbx.PPO",
+    "stable_baselines3.DQN": "sbx.DQN",
+}
+# sbx keeps the learning rate of these at its first value: a schedule would be ignored
+CONSTANT_LEARNING_RATE = ("sbx.TD3", "sbx.DDPG", "sbx.CrossQ", "sbx.DQN")
+# torch activation classes (policy_kwargs.activation_fn) and the flax functions sbx's networks take
+FLAX_ACTIVATIONS = {
+    "ReLU": "relu",
+    "Tanh": "tanh",
+    "ELU": "elu",
+    "LeakyReLU": "leaky_relu",
+    "GELU": "gelu",
+    "SiLU": "silu",
+    "Sigmoid": "sigmoid",
+    "SELU": "selu",
+    "Softplus": "softplus",
+}
+# what SB3 builds when policy_kwargs leaves these out, where sbx would build something else
+SB3_POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "DQN": {"net_arch": [64, 64]},
+    "TD3": {"net_arch": [400, 300]},
+    "DDPG": {"net_arch": [400, 300]},
+    "PPO": {"ortho_init": True},
+}
+
+
+def is_sbx(cfg: DictConfig) -> bool:
+    backend = cfg.get("backend", SB3)
+    return getattr(backend, "value", backend) == SBX
+
+
+def algo_target(cfg: DictConfig) -> str:
+    """The dotted name of the class that trains (summary.json's algo_class)."""
+    if not is_sbx(cfg):
+        return str(cfg.algo._target_)
+    target = SBX_CLASSES.get(str(cfg.algo._target_))
+    if target is None:
+        name = str(cfg.algo._target_).rsplit(".", 1)[-1]
+        names = ", ".join(t.rsplit(".", 1)[-1].lower() for t in SBX_CLASSES)
+        raise ConfigError(f"backend=sbx: sbx has no {name} (it trains {names}); use backend=sb3")
+    return target
+
+
+def import_sbx(threads: int) -> None:
+    """Imports sbx (and JAX) once: JAX's CPU matrix products on one thread when the job has one CPU (XLA
+    reads its flags when JAX starts), and JAX's persistent compilation cache on, so that a run after the
+    first skips compiling its networks and updates (seconds per run). Without the extra: one line."""
+    first = "jax" not in sys.modules
+    if first and threads <= 1 and "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    # JAX logs a warning for each accelerator it does not find (TPU, CUDA) on a CPU machine
+    logging.getLogger("jax._src.xla_bridge").setLevel(logging.ERROR)
+    try:
+        import jax
+        import sbx  # noqa: F401
+    except ImportError as err:
+        raise ConfigError(f"backend=sbx needs the sbx extra: pip install 'rlexp[sbx]' ({err})") from None
+    if first and jax.config.jax_compilation_cache_dir is None:  # (JAX_COMPILATION_CACHE_DIR chooses another)
+        jax.config.update("jax_compilation_cache_dir", str(jax_cache_dir()))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # small programs are most of them
+        jax.config.update("jax_compilation_cache_max_size", JAX_CACHE_BYTES)  # the least recently used go
+
+
+def jax_cache_dir() -> Path:
+    """Where JAX keeps compiled programs between runs: $XDG_CACHE_HOME/rlexp/jax (~/.cache/rlexp/jax)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rlexp" / "jax"
+
+
+def sbx_keywords(cfg: DictConfig, cls: type, keywords: dict[str, Any]) -> dict[str, Any]:
+    """The constructor keywords of the SB3 class, as the sbx class ``cls`` takes them."""
+    from hydra.utils import get_class
+
+    takes = inspect.signature(cls).parameters
+    sb3_defaults = {k: p.default for k, p in inspect.signature(get_class(cfg.algo._target_)).parameters.items()}
+    name = cls.__name__
+    out: dict[str, Any] = {}
+    for key, value in keywords.items():
+        if key in takes:
+            out[key] = value
+        elif value != sb3_defaults.get(key, inspect.Parameter.empty):
+            raise ConfigError(
+                f"algo.{key}={value}: sbx's {name} does not take {key} (backend=sbx; SB3's default "
+                f"{sb3_defaults.get(key)!r} or backend=sb3)"
+            )
+    if name == "PPO":
+        for key, why in (
+            ("target_kl", "sets an adaptive learning rate in sbx instead of stopping an update early"),
+            ("clip_range_vf", "is ignored by sbx"),
+        ):
+            if out.get(key) is not None:
+                raise ConfigError(f"algo.{key}={out[key]}: {why} (backend=sbx; null or backend=sb3)")
+    if out.get("use_sde"):
+        raise ConfigError(f"algo.use_sde=true: sbx's {name} has no gSDE (backend=sbx; false or backend=sb3)")
+    out["policy_kwargs"] = _flax_policy_kwargs(
+        name, {**SB3_POLICY_DEFAULTS.get(name, {}), **(out.get("policy_kwargs") or {})}
+    )
+    return out
+
+
+def _flax_policy_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """policy_kwargs for sbx (SB3's defaults filled in where sbx's differ): a torch activation class becomes
+    its flax function."""
+    activation = kwargs.get("activation_fn")
+    if activation is not None:
+        import flax.linen as nn
+
+        flax_name = FLAX_ACTIVATIONS.get(getattr(activation, "__name__", ""))
+        if isinstance(activation, type) and flax_name is None:
+            raise ConfigError(
+                f"algo.policy_kwargs.activation_fn={activation.__name__}: no flax counterpart known to rlexp "
+                f"(backend=sbx takes {', '.join(FLAX_ACTIVATIONS)})"
+            )
+        if flax_name is not None:
+            kwargs["activation_fn"] = getattr(nn, flax_name)
+    net_arch = kwargs.get("net_arch")
+    if name == "DQN" and not (isinstance(net_arch, list) and len(net_arch) == 2 and net_arch[0] == net_arch[1]):
+        raise ConfigError(
+            f"algo.policy_kwargs.net_arch={net_arch}: sbx's DQN builds two hidden layers of one width "
+            "(backend=sbx; e.g. [256, 256])"
+        )
+    return kwargs
+
+
+def check_sbx_schedule(cfg: DictConfig, target: str) -> None:
+    """sbx's TD3, DDPG, CrossQ and DQN keep their first learning rate: a schedule is refused, not ignored."""
+    if target in CONSTANT_LEARNING_RATE and cfg.lr_schedule._target_ != CONSTANT:
+        raise ConfigError(
+            f"lr_schedule: sbx's {target.rsplit('.', 1)[-1]} keeps its learning rate constant "
+            "(backend=sbx; schedule@lr_schedule=constant or backend=sb3)"
+        )
+
+
+def check_sbx_device(cfg: DictConfig) -> None:
+    if cfg.device != "auto":
+        raise ConfigError(
+            f"device={cfg.device}: with backend=sbx, JAX chooses the device (its CUDA build on a GPU machine; "
+            "JAX_PLATFORMS=cpu for the CPU); leave device=auto"
+        )
+
+
+def jax_device() -> str:
+    """Where JAX computes (summary.json's device for backend=sbx)."""
+    import jax
+
+    return f"jax:{jax.default_backend()}"

@@ -1,0 +1,318 @@
+"""Builds the training and evaluation vector envs from the `env` config group, and the one-env probe the
+front door builds them with."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import re
+import signal
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, Callable
+
+import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+from stable_baselines3.common.vec_env import (
+    DummyVecEnv,
+    SubprocVecEnv,
+    VecEnv,
+    VecEnvWrapper,
+    VecFrameStack,
+    VecNormalize,
+    VecTransposeImage,
+)
+
+from rlexp.errors import ConfigError, one_line_error
+from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
+from rlexp.monitor.finite import FiniteEnv
+from rlexp.rundir.contract import EVAL_EPISODES, TRAIN_EPISODES
+
+VEC_ENV_CLASSES = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
+
+
+def resolve_spec(env_id: str) -> EnvSpec:
+    """The Gymnasium spec for a registered id, ``module:Id`` or ``module:EnvClass``.
+
+    Fails with Gymnasium's own "did you mean" suggestion for a misspelt id.
+    """
+    if ":" not in env_id:
+        try:
+            return gym.spec(env_id)
+        except gym.error.Error as err:
+            raise ConfigError(f"env.id={env_id!r}: {err}") from None
+    module_name, name = env_id.split(":", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(f"env.id={env_id!r}: cannot import module {module_name!r} ({err})") from None
+    if name in gym.registry:
+        return gym.spec(name)
+    attr = getattr(module, name, None)
+    if isinstance(attr, type) and issubclass(attr, gym.Env):
+        return EnvSpec(id=name, entry_point=env_id)
+    try:
+        gym.spec(name)
+    except gym.error.Error as err:
+        raise ConfigError(f"env.id={env_id!r}: {err}") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _apply_wrappers(env: gym.Env, wrappers: list[dict[str, Any]]) -> gym.Env:
+    for spec in wrappers:
+        env = instantiate(spec, env)
+    return env
+
+
+def env_kwargs(env_cfg: DictConfig, for_eval: bool) -> dict[str, Any]:
+    kwargs: dict[str, Any] = OmegaConf.to_container(env_cfg.kwargs, resolve=True)  # type: ignore[assignment]
+    if for_eval:
+        kwargs.update(OmegaConf.to_container(env_cfg.eval_kwargs, resolve=True))  # type: ignore[arg-type]
+    if env_cfg.max_episode_steps is not None:
+        kwargs["max_episode_steps"] = env_cfg.max_episode_steps
+    return kwargs
+
+
+class _IgnoringStopSignals:
+    """Env constructor for SubprocVecEnv workers. Ctrl-C and SLURM's signals reach every process of the
+    job; the workers ignore them so that the main process can finish its rollout and save a checkpoint
+    (rlexp.rundir.preemption), then close them."""
+
+    def __init__(self, make: Callable[..., gym.Env]) -> None:
+        self.make = make
+        self.main_pid = os.getpid()
+
+    def __call__(self, **kwargs: Any) -> gym.Env:
+        if os.getpid() != self.main_pid:
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+                signal.signal(sig, signal.SIG_IGN)
+        return self.make(**kwargs)
+
+
+def make_env_fn(env_cfg: DictConfig, for_eval: bool = False, render_mode: str | None = None) -> Callable[[], gym.Env]:
+    """A picklable zero-argument constructor of one raw env (before Monitor and wrappers)."""
+    spec = resolve_spec(env_cfg.id)
+    kwargs = env_kwargs(env_cfg, for_eval)
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    return functools.partial(gym.make, spec, **kwargs)
+
+
+def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
+    """One raw env; a failure names the kwarg (or the id) that caused it."""
+    kwargs = env_kwargs(env_cfg, for_eval)
+    try:
+        return make_env_fn(env_cfg, for_eval)()
+    except ConfigError:
+        raise
+    except Exception as err:
+        found = re.search(r"unexpected keyword argument '(\w+)'", str(err))
+        if found and found.group(1) == "max_episode_steps":
+            key = "env.max_episode_steps"
+        elif found:
+            in_eval = for_eval and found.group(1) in env_cfg.eval_kwargs
+            key = f"env.{'eval_kwargs' if in_eval else 'kwargs'}.{found.group(1)}"
+        else:
+            key = "env.kwargs" if kwargs else "env.id"
+        raise ConfigError(
+            f"{key}: {env_cfg.id} cannot be made with {kwargs or 'no kwargs'} ({one_line_error(err)})"
+        ) from None
+
+
+def one_env(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
+    """One env as each of the run's vector envs holds it: Monitor, then the wrappers (no file written);
+    each failure named by its config key."""
+    env: gym.Env = Monitor(_made(env_cfg, for_eval))
+    wrappers = OmegaConf.to_container(env_cfg.wrappers, resolve=True)
+    for name, spec in wrappers.items():  # type: ignore[union-attr]
+        try:
+            env = instantiate(spec, env)
+        except Exception as err:
+            env.close()
+            raise ConfigError(f"env.wrappers.{name}: {one_line_error(err)}") from None
+    return env
+
+
+def probe_env(env_cfg: DictConfig, seed: int) -> VecEnv:
+    """One env built in this process as the run will build its envs (kwargs, Monitor, wrappers, a reset,
+    normalization, frame stack), each failure named by its config key; writes no file. For the front door."""
+    if env_cfg.eval_kwargs:
+        _made(env_cfg, for_eval=True).close()
+    env = one_env(env_cfg, for_eval=False)
+    try:
+        env.reset(seed=seed)
+    except Exception as err:
+        env.close()
+        raise ConfigError(f"env.id={env_cfg.id}: reset() fails ({one_line_error(err)})") from None
+    return _Widened(_vec_layers(DummyVecEnv([lambda: env]), env_cfg, None, for_eval=False), env_cfg.n_envs)
+
+
+class _Widened(VecEnvWrapper):
+    """One env that reports ``n_envs`` envs, so that a model built on it for the front door checks
+    n_envs-dependent settings (n_steps * n_envs, batch sizes) as the run's model will. Never stepped."""
+
+    def __init__(self, venv: VecEnv, n_envs: int) -> None:
+        super().__init__(venv)
+        self.num_envs = n_envs
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        return self.venv.step_wait()
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        return self.venv.get_attr(attr_name) * self.num_envs
+
+    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any) -> list[Any]:
+        return self.venv.env_method(method_name, *args, **kwargs) * self.num_envs
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class) * self.num_envs
+
+
+def gymnasium_check(env_cfg: DictConfig) -> None:
+    """Gymnasium's env checker on the raw env (it asks for the env itself, not its wrappers)."""
+    from gymnasium.utils.env_checker import check_env as gym_check_env
+
+    env = make_env_fn(env_cfg)()
+    try:
+        gym_check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
+
+
+def check_env(env_cfg: DictConfig) -> None:
+    """Gymnasium's env checker (env.check), a failure in one line."""
+    try:
+        gymnasium_check(env_cfg)
+    except AssertionError as err:
+        raise ConfigError(f"env.check: {env_cfg.id} fails Gymnasium's env checker: {err}") from None
+
+
+def build_vec_env(
+    env_cfg: DictConfig,
+    seed: int,
+    monitor_dir: Path | None,
+    normalize_stats: Path | None = None,
+    for_eval: bool = False,
+    append: bool = False,
+    n_envs: int | None = None,
+    render_mode: str | None = None,
+    check_finite: bool = False,
+) -> VecEnv:
+    """Train env (``for_eval=False``) or eval env with Monitor, wrappers, VecNormalize, frame stack.
+
+    ``monitor_dir`` None: Monitor writes no file (commands that read a run). ``append``: the monitor files
+    of a resumed run grow instead of starting over (when each env has one: a file without SB3's header line
+    would be unreadable). ``n_envs``: default env.n_envs, 1 for eval. Eval envs run in this process
+    (DummyVecEnv, whatever env.vec_env says): an evaluation's envs step side by side in lockstep.
+    ``check_finite``: NaN or inf in observations, rewards or actions raises Diverged (diagnostics.finite).
+
+    The eval env uses but never updates the normalization statistics: they are synced from the
+    train env before each evaluation (SB3's EvalCallback and ``sync_envs_normalization``).
+    """
+    wrappers = list(OmegaConf.to_container(env_cfg.wrappers, resolve=True).values())  # type: ignore[union-attr]
+    n_envs = n_envs or (1 if for_eval else env_cfg.n_envs)
+    if monitor_dir is not None:
+        monitor_dir.mkdir(parents=True, exist_ok=True)
+        append = append and all((monitor_dir / f"{rank}.{Monitor.EXT}").is_file() for rank in range(n_envs))
+    make = make_env_fn(env_cfg, for_eval, render_mode)
+    vec_env_cls = DummyVecEnv if for_eval else VEC_ENV_CLASSES[env_cfg.vec_env.value]
+    subproc = vec_env_cls is SubprocVecEnv
+    venv = make_vec_env(
+        _IgnoringStopSignals(make) if subproc else make,
+        n_envs=n_envs,
+        seed=seed + EVAL_SEED_OFFSET if for_eval else seed,
+        monitor_dir=None if monitor_dir is None else str(monitor_dir),
+        monitor_kwargs={"override_existing": not append},
+        wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
+        vec_env_cls=vec_env_cls,
+    )
+    if check_finite and not isinstance(venv.action_space, gym.spaces.Dict):  # (SB3's check takes no Dict actions)
+        venv = FiniteEnv(venv)  # under the normalization: the env's own values
+    return _vec_layers(venv, env_cfg, normalize_stats, for_eval)
+
+
+def build_eval_env(cfg: DictConfig, episodes: int, monitor_dir: Path | None, append: bool = False) -> VecEnv:
+    """The eval envs of a run's evaluation of ``episodes`` episodes, env i seeded ``seed + 10000 + i``."""
+    return build_vec_env(
+        cfg.env,
+        cfg.seed,
+        monitor_dir,
+        for_eval=True,
+        append=append,
+        n_envs=eval_env_count(cfg.callbacks.eval, episodes),
+        check_finite=cfg.diagnostics.finite,
+    )
+
+
+@contextmanager
+def run_envs(
+    cfg: DictConfig, monitor_dir: Path, normalize_stats: Path | None, continued: bool
+) -> Iterator[tuple[VecEnv, VecEnv | None]]:
+    """A run's train envs and its periodic evaluations' envs (None without periodic evaluations), their
+    episodes logged under ``monitor_dir`` (``continued``: the files of a resumed run grow). Closed whatever
+    happens: that also stops SubprocVecEnv workers, which ignore the stop signals."""
+    from rlexp.monitor.evaluation import eval_freq
+
+    with ExitStack() as envs:
+        train_env = build_vec_env(
+            cfg.env, cfg.seed, monitor_dir / TRAIN_EPISODES, normalize_stats, append=continued,
+            check_finite=cfg.diagnostics.finite,
+        )  # fmt: skip
+        envs.enter_context(closed_at_end(train_env))
+        eval_env = None
+        if eval_freq(cfg) > 0:  # (the final evaluation builds its own)
+            eval_env = build_eval_env(cfg, cfg.callbacks.eval.n_episodes, monitor_dir / EVAL_EPISODES, continued)
+            envs.enter_context(closed_at_end(eval_env))
+        yield train_env, eval_env
+
+
+def spec_threshold(env_id: str) -> float | None:
+    """The reward_threshold of the env's Gymnasium spec (what callbacks.stop=solved reaches)."""
+    return resolve_spec(env_id).reward_threshold
+
+
+def _vec_layers(venv: VecEnv, env_cfg: DictConfig, normalize_stats: Path | None, for_eval: bool) -> VecEnv:
+    """Normalization, frame stack and channels-first images on top of the vector env."""
+    if env_cfg.normalize:
+        if normalize_stats is not None:
+            venv = VecNormalize.load(str(normalize_stats), venv)
+        else:
+            kwargs = OmegaConf.to_container(env_cfg.normalize_kwargs, resolve=True)
+            try:
+                venv = VecNormalize(venv, **kwargs)  # type: ignore[arg-type]
+            except TypeError as err:
+                raise ConfigError(f"env.normalize_kwargs: {one_line_error(err)}") from None
+        if for_eval:
+            venv.training = False
+            venv.norm_reward = False
+    if env_cfg.frame_stack:
+        venv = VecFrameStack(venv, n_stack=env_cfg.frame_stack)
+    if is_image_space(venv.observation_space) and not is_image_space_channels_first(
+        venv.observation_space  # type: ignore[arg-type]
+    ):
+        venv = VecTransposeImage(venv)
+    return venv
+
+
+@contextmanager
+def closed_at_end(venv: VecEnv) -> Iterator[VecEnv]:
+    """Closes the env whatever happens. SubprocVecEnv workers ignore the stop signals, so a worker that
+    cannot be closed (its pipe broke) is killed rather than left behind."""
+    try:
+        yield venv
+    finally:
+        try:
+            venv.close()
+        except (OSError, EOFError):  # BrokenPipeError and the like: the error that ended the run matters
+            for process in getattr(venv.unwrapped, "processes", []):
+                process.kill()

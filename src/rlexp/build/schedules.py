@@ -1,0 +1,56 @@
+"""Schedules for learning rate and clip range, selected by the `schedule/` config group.
+
+Each factory takes the configured initial value and returns a callable of SB3's
+``progress_remaining`` (1 at the start of training, 0 at the end). They are module-level classes so
+that SB3 can pickle them into the saved model.
+"""
+
+from __future__ import annotations
+
+import math
+
+from stable_baselines3.common.utils import ConstantSchedule, LinearSchedule
+
+from rlexp.errors import ConfigError
+
+CONSTANT = f"{__name__}.constant"  # the _target_ of a constant schedule (schedule/constant.yaml)
+
+
+def constant(initial: float) -> ConstantSchedule:
+    return ConstantSchedule(initial)
+
+
+def linear(initial: float, final_fraction: float = 0.0) -> LinearSchedule:
+    """RL Zoo's ``lin_<value>``: from ``initial`` down to ``final_fraction * initial``."""
+    return LinearSchedule(start=initial, end=initial * final_fraction, end_fraction=1.0)
+
+
+class CosineSchedule:
+    """Cosine annealing from ``initial`` to ``final_fraction * initial``."""
+
+    def __init__(self, initial: float, final_fraction: float = 0.0) -> None:
+        self.initial = initial
+        self.final = initial * final_fraction
+
+    def __call__(self, progress_remaining: float) -> float:
+        done = 1.0 - progress_remaining
+        return self.final + 0.5 * (self.initial - self.final) * (1.0 + math.cos(math.pi * done))
+
+    def __repr__(self) -> str:
+        return f"CosineSchedule(initial={self.initial}, final={self.final})"
+
+
+class ExponentialSchedule:
+    """``initial * decay ** progress``: reaches ``decay * initial`` at the end of training."""
+
+    def __init__(self, initial: float, decay: float = 0.1) -> None:
+        if not 0.0 < decay <= 1.0:
+            raise ConfigError(f"exponential schedule: decay must be in (0, 1], got {decay}")
+        self.initial = initial
+        self.decay = decay
+
+    def __call__(self, progress_remaining: float) -> float:
+        return self.initial * self.decay ** (1.0 - progress_remaining)
+
+    def __repr__(self) -> str:
+        return f"ExponentialSchedule(initial={self.initial}, decay={self.decay})"

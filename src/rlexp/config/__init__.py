@@ -1,0 +1,1 @@
+"""Configuration: the typed schema, validation that builds nothing, and the overrides rlexp writes."""

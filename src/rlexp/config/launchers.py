@@ -1,0 +1,32 @@
+"""The schemas of rlexp's launcher presets (conf/hydra/launcher/): hydra-submitit-launcher's, with what
+rlexp adds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from hydra.core.config_store import ConfigStore
+from hydra_plugins.hydra_submitit_launcher.config import LocalQueueConf, SlurmQueueConf
+
+
+@dataclass
+class SlurmConf(SlurmQueueConf):
+    """hydra-submitit-launcher 1.2's SLURM options plus what it lacks and submitit supports."""
+
+    # extra arguments of the `srun` that starts the job inside the allocation, e.g. [--cpu-bind=none]
+    srun_args: Optional[List[str]] = None
+
+
+@dataclass
+class LocalParallelConf(LocalQueueConf):
+    _target_: str = "hydra_plugins.rlexp_launcher.launcher.LocalParallelLauncher"
+    # jobs running at once; null: one per usable core
+    max_parallel: Optional[int] = None
+
+
+def register_launcher_configs() -> None:
+    cs = ConfigStore.instance()
+    # at the root, not in hydra/launcher: they are no launcher options of their own
+    cs.store(name="hydra_launcher_slurm_schema", node=SlurmConf, provider="rlexp")
+    cs.store(name="hydra_launcher_local_parallel_schema", node=LocalParallelConf, provider="rlexp")

@@ -1,0 +1,36 @@
+"""Hydra override strings: those rlexp writes for the user to run (trial commands, resume hints, command.txt)
+and those it reads as RL papers write them (``n_timesteps=1e6``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rlexp.config.schema import integer_keys
+
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def as_override(key: str, value: Any) -> str:
+    """``key=value`` in Hydra's override grammar (strings quoted where the grammar needs it, lists kept)."""
+    if isinstance(value, str) and value[:1] not in ("[", "{"):
+        if any(c in value for c in " ,=[]{}()'\"\\:$") or not value.isascii():
+            return f"{key}='{value.replace(chr(39), chr(92) + chr(39))}'"
+        return f"{key}={value}"
+    return f"{key}={value}"
+
+
+def whole_numbers(args: list[str]) -> list[str]:
+    """``n_timesteps=1e6`` -> ``n_timesteps=1000000`` for keys typed int: RL papers and RL Zoo's YAML
+    write budgets and sizes as floats, which the typed schema would refuse. Sweeps (``1e5,1e6``) too."""
+    keys = integer_keys()
+    out = []
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        parts = [p.strip() for p in value.split(",")]
+        whole = all(_DECIMAL.fullmatch(p) and float(p).is_integer() for p in parts)
+        if eq and key.lstrip("+~") in keys and whole:  # integers stay as written
+            arg = f"{key}={','.join(p if _INTEGER.fullmatch(p) else str(int(float(p))) for p in parts)}"
+        out.append(arg)
+    return out

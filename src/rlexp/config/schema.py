@@ -1,0 +1,446 @@
+"""Typed schemas for every config group.
+
+Each YAML option in ``conf/`` extends one of these dataclasses through its defaults list, so Hydra
+rejects a wrong type or an unknown key at composition time with a message naming the key. The
+algorithm schemas mirror the constructor arguments of the SB3 / sb3-contrib classes: a key that the
+chosen algorithm does not take is unknown to its schema. Values live in the YAML files; the schemas
+only know the types.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import typing
+from dataclasses import dataclass, field
+from enum import Enum
+from importlib.resources import files
+from typing import Any, Dict, List, Optional
+
+import yaml
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, OmegaConf
+
+from rlexp.config.launchers import register_launcher_configs
+
+
+# ----------------------------------------------------------------------------------- algorithms
+@dataclass
+class AlgoConfig:
+    """Arguments shared by every SB3 algorithm constructor."""
+
+    _target_: str = MISSING
+    policy: str = MISSING
+    learning_rate: float = MISSING
+    policy_kwargs: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class OnPolicyConfig(AlgoConfig):
+    n_steps: int = MISSING
+    gamma: float = MISSING
+    gae_lambda: float = MISSING
+    use_sde: bool = MISSING
+    sde_sample_freq: int = MISSING
+    normalize_advantage: bool = MISSING
+
+
+@dataclass
+class PPOConfig(OnPolicyConfig):
+    batch_size: int = MISSING
+    n_epochs: int = MISSING
+    clip_range: float = MISSING
+    clip_range_vf: Optional[float] = MISSING
+    ent_coef: float = MISSING
+    vf_coef: float = MISSING
+    max_grad_norm: float = MISSING
+    target_kl: Optional[float] = MISSING
+
+
+@dataclass
+class RecurrentPPOConfig(PPOConfig):
+    batch_size: Optional[int] = MISSING  # type: ignore[assignment]
+
+
+@dataclass
+class A2CConfig(OnPolicyConfig):
+    ent_coef: float = MISSING
+    vf_coef: float = MISSING
+    max_grad_norm: float = MISSING
+    rms_prop_eps: float = MISSING
+    use_rms_prop: bool = MISSING
+
+
+@dataclass
+class TRPOConfig(OnPolicyConfig):
+    batch_size: int = MISSING
+    cg_max_steps: int = MISSING
+    cg_damping: float = MISSING
+    line_search_shrinking_factor: float = MISSING
+    line_search_max_iter: int = MISSING
+    n_critic_updates: int = MISSING
+    target_kl: float = MISSING
+    sub_sampling_factor: int = MISSING
+
+
+@dataclass
+class ARSConfig(AlgoConfig):
+    n_delta: int = MISSING
+    n_top: Optional[int] = MISSING
+    delta_std: float = MISSING
+    zero_policy: bool = MISSING
+    alive_bonus_offset: float = MISSING
+    n_eval_episodes: int = MISSING
+
+
+@dataclass
+class OffPolicyConfig(AlgoConfig):
+    buffer_size: int = MISSING
+    learning_starts: int = MISSING
+    batch_size: int = MISSING
+    gamma: float = MISSING
+    # an int (steps) or a pair like [1, episode]
+    train_freq: Any = MISSING
+    gradient_steps: int = MISSING
+    # e.g. {_target_: hydra.utils.get_class, path: stable_baselines3.HerReplayBuffer}
+    replay_buffer_class: Any = None
+    replay_buffer_kwargs: Dict[str, Any] = field(default_factory=dict)
+    optimize_memory_usage: bool = MISSING
+    n_steps: int = MISSING
+
+
+@dataclass
+class DQNConfig(OffPolicyConfig):
+    tau: float = MISSING
+    target_update_interval: int = MISSING
+    exploration_fraction: float = MISSING
+    exploration_initial_eps: float = MISSING
+    exploration_final_eps: float = MISSING
+    max_grad_norm: float = MISSING
+
+
+@dataclass
+class QRDQNConfig(DQNConfig):
+    max_grad_norm: Optional[float] = MISSING  # type: ignore[assignment]
+
+
+@dataclass
+class TD3Config(OffPolicyConfig):
+    tau: float = MISSING
+    policy_delay: int = MISSING
+    target_policy_noise: float = MISSING
+    target_noise_clip: float = MISSING
+
+
+@dataclass
+class DDPGConfig(OffPolicyConfig):
+    tau: float = MISSING
+
+
+@dataclass
+class SACConfig(OffPolicyConfig):
+    tau: float = MISSING
+    # "auto", "auto_0.1" or a float
+    ent_coef: Any = MISSING
+    target_update_interval: int = MISSING
+    target_entropy: Any = MISSING
+    use_sde: bool = MISSING
+    sde_sample_freq: int = MISSING
+    use_sde_at_warmup: bool = MISSING
+
+
+@dataclass
+class TQCConfig(SACConfig):
+    top_quantiles_to_drop_per_net: int = MISSING
+
+
+@dataclass
+class CrossQConfig(OffPolicyConfig):
+    ent_coef: Any = MISSING
+    target_entropy: Any = MISSING
+    policy_delay: int = MISSING
+    use_sde: bool = MISSING
+    sde_sample_freq: int = MISSING
+    use_sde_at_warmup: bool = MISSING
+
+
+ALGO_SCHEMAS: dict[str, type[AlgoConfig]] = {
+    "ppo": PPOConfig,
+    "a2c": A2CConfig,
+    "dqn": DQNConfig,
+    "sac": SACConfig,
+    "td3": TD3Config,
+    "ddpg": DDPGConfig,
+    "tqc": TQCConfig,
+    "trpo": TRPOConfig,
+    "qrdqn": QRDQNConfig,
+    "ars": ARSConfig,
+    "recurrent_ppo": RecurrentPPOConfig,
+    "crossq": CrossQConfig,
+}
+
+
+# ----------------------------------------------------------------------------------- envs
+class VecEnvKind(str, Enum):
+    dummy = "dummy"  # all envs in this process: fastest for cheap envs
+    subproc = "subproc"  # one process per env: for expensive envs (physics, emulators)
+
+
+@dataclass
+class EnvConfig:
+    # Gymnasium id ("CartPole-v1", "ale_py:PongNoFrameskip-v4") or entry point "module:Class"
+    id: str = MISSING
+    n_envs: int = 1
+    vec_env: VecEnvKind = VecEnvKind.dummy
+    normalize: bool = False
+    # VecNormalize arguments, e.g. {norm_reward: false}
+    normalize_kwargs: Dict[str, Any] = field(default_factory=dict)
+    frame_stack: Optional[int] = None
+    # name -> {_target_: wrapper class, ...args}; applied in order after Monitor
+    wrappers: Dict[str, Any] = field(default_factory=dict)
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    # extra kwargs for the evaluation env only (merged over `kwargs`)
+    eval_kwargs: Dict[str, Any] = field(default_factory=dict)
+    max_episode_steps: Optional[int] = None
+    # run Gymnasium's env checker on one env before training
+    check: bool = False
+    # the return that counts as solved (callbacks.stop=solved); null: the Gymnasium spec's reward_threshold
+    reward_threshold: Optional[float] = None
+
+
+# ----------------------------------------------------------------------------------- the rest
+class Backend(str, Enum):
+    sb3 = "sb3"  # Stable-Baselines3 on PyTorch
+    sbx = "sbx"  # sbx: SB3's API on JAX (a faster learner for SAC, TQC, TD3, DDPG, CrossQ)
+
+
+class NoiseKind(str, Enum):
+    none = "none"
+    normal = "normal"
+    ornstein_uhlenbeck = "ornstein_uhlenbeck"
+
+
+@dataclass
+class ActionNoiseConfig:
+    """Exploration noise for off-policy continuous-control algorithms (TD3, DDPG, SAC...)."""
+
+    kind: NoiseKind = NoiseKind.none
+    std: float = 0.1
+
+
+@dataclass
+class EvalConfig:
+    # evaluate every `freq` environment steps (summed over envs); 0 turns periodic evaluation off
+    freq: int = 10_000
+    n_episodes: int = 5
+    # if set, evaluate this many times over the run instead (freq = n_timesteps // n_evaluations)
+    n_evaluations: Optional[int] = None
+    # episodes of the evaluation after training (the run's final score)
+    final_episodes: int = 10
+    deterministic: bool = True
+    # eval envs stepped side by side, one batched forward pass a step; null: as many as an evaluation's
+    # episodes, at most 16 (then env i plays episode i of each evaluation, its reset seeded seed + 10000 + i)
+    n_envs: Optional[int] = None
+
+
+@dataclass
+class CheckpointConfig:
+    # save every `freq` environment steps; 0 turns checkpoints off
+    freq: int = 0
+    save_replay_buffer: bool = False
+    # keep only the newest N checkpoints (null keeps all)
+    keep_last: Optional[int] = None
+
+
+@dataclass
+class CallbacksConfig:
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    progress_bar: bool = False
+    # name -> {_target_: a BaseCallback subclass, ...args}
+    extra: Dict[str, Any] = field(default_factory=dict)
+    # end training once a periodic evaluation's mean reaches a reward, then save and evaluate as usual:
+    # callbacks.stop=solved (the env spec's reward_threshold, CartPole-v1: 475), callbacks.stop=<reward> or
+    # callbacks.stop.reward_threshold=<reward>; null (the default): train the whole budget
+    stop: Any = field(default_factory=lambda: {"reward_threshold": None})
+
+
+@dataclass
+class DiagnosticsConfig:
+    # stop at once when observations, rewards, actions, logged losses or the policy's parameters become
+    # NaN or inf (a run that diverged trains on garbage; its last checkpoint is still good)
+    finite: bool = True
+    # warn when the final eval is no better than the random-policy baseline (random_baseline)
+    beat_random: bool = True
+    # Training-health warnings (rlexp.monitor.health); null turns one off. Entropy collapsing early: within
+    # the first `early` share of the steps, the policy's entropy (discrete actions) or action std
+    # (continuous) below entropy_floor x its value at the first update; SAC/TQC: the entropy coefficient
+    # below ent_coef_floor x its first value
+    early: float = 0.25
+    entropy_floor: Optional[float] = 0.1
+    ent_coef_floor: Optional[float] = 0.001
+    # on-policy: explained variance <= 0 in each of the first this many updates (the value function
+    # learns nothing; checked until it first exceeds 0: a mastered env's returns hardly vary)
+    explained_variance_updates: Optional[int] = 10
+    # PPO: an update whose approx_kl or clip_fraction exceeds these (steps too large for its trust region)
+    max_approx_kl: Optional[float] = 0.1
+    max_clip_fraction: Optional[float] = 0.5
+    # off-policy: every q_every steps, the critic's mean |Q| on a replay batch above q_factor x the
+    # largest discounted return possible, max |reward| in the buffer / (1 - gamma)
+    q_factor: Optional[float] = 2.0
+    q_every: int = 1000
+    # the final eval below the mean of the last training episodes by more than this share of training's
+    # gain over the random policy (or of its return, without a baseline)
+    train_eval_gap: Optional[float] = 0.5
+
+
+@dataclass
+class RandomBaselineConfig:
+    # random-policy episodes on the eval env before training (summary.json's random_baseline); 0: none
+    episodes: int = 10
+
+
+class WandbMode(str, Enum):
+    online = "online"
+    offline = "offline"  # written under RUN/wandb/, for `wandb sync`
+    disabled = "disabled"
+
+
+@dataclass
+class WandbConfig:
+    """A Weights & Biases run per rlexp run (logger=wandb; pip install 'rlexp[wandb]')."""
+
+    # logger=wandb turns it on; so does logger.wandb.enabled=true beside any other logger option
+    enabled: bool = False
+    # null: WANDB_PROJECT, else rlexp
+    project: Optional[str] = None
+    entity: Optional[str] = None
+    group: Optional[str] = None
+    # the W&B run's name (null: the run dir's); its id comes from the run dir, so a resumed run continues it
+    name: Optional[str] = None
+    tags: List[str] = field(default_factory=list)
+    # null: online when an API key is configured (wandb login, WANDB_API_KEY), else offline
+    mode: Optional[WandbMode] = None
+
+
+@dataclass
+class MlflowConfig:
+    """An MLflow run per rlexp run (logger=mlflow; pip install 'rlexp[mlflow]')."""
+
+    # logger=mlflow turns it on; so does logger.mlflow.enabled=true beside any other logger option
+    enabled: bool = False
+    # null: a SQLite store in the working directory, sqlite:///<cwd>/mlruns.db
+    tracking_uri: Optional[str] = None
+    experiment: str = "rlexp"
+    # the MLflow run's name (null: the run dir's)
+    run_name: Optional[str] = None
+
+
+@dataclass
+class LoggerConfig:
+    # any of SB3's logger formats: stdout, csv, tensorboard, log, json
+    formats: List[str] = field(default_factory=lambda: ["csv", "tensorboard"])
+    # 0: rlexp's own lines only; 1: progress (a bar on a terminal, else a line per periodic evaluation);
+    # 2: also SB3's messages and its table of training scalars at each log dump (stdout format)
+    verbose: int = 1
+    # experiment trackers the run also reports to (config, scalars, final agent): logger=wandb, logger=mlflow
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+
+
+@dataclass
+class ExperimentConfig:
+    algo: Any = MISSING
+    env: EnvConfig = MISSING
+    # schedules turn algo.learning_rate / algo.clip_range into functions of training progress
+    lr_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.build.schedules.constant"})
+    clip_range_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.build.schedules.constant"})
+    action_noise: ActionNoiseConfig = field(default_factory=ActionNoiseConfig)
+    callbacks: CallbacksConfig = MISSING
+    logger: LoggerConfig = MISSING
+    random_baseline: RandomBaselineConfig = field(default_factory=RandomBaselineConfig)
+    diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)
+    # set by tuned/*.yaml when one applies: its name and the env id it was tuned for
+    tuned_file: Optional[str] = None
+    tuned_env_id: Optional[str] = None
+    n_timesteps: int = 100_000
+    seed: int = 0
+    # auto: the GPU if there is one, except for MLP policies of on-policy algorithms (faster on CPU)
+    device: str = "auto"
+    # intra-op threads of torch in this job; null: the CPUs the job was given (SLURM's cpus_per_task,
+    # its share of the cores under hydra/launcher=local_parallel), else 1 (fastest for small MLPs here)
+    torch_threads: Optional[int] = None
+    # which library trains: sb3 (PyTorch) or sbx (JAX, SB3's API: sac, tqc, td3, ddpg, crossq, ppo, dqn;
+    # pip install 'rlexp[sbx]')
+    backend: Backend = Backend.sb3
+    # run dir or .zip of a trained agent to continue training
+    trained_agent: Optional[str] = None
+    # draw RUN/curves.png (training and evaluation returns against steps) at the end of the run
+    curves: bool = True
+    # parameter -> Hydra sweep expression, read by hydra/sweeper=optuna (search_space/<algo>.yaml)
+    search_space: Dict[str, str] = field(default_factory=dict)
+
+
+def register_configs() -> None:
+    """Register the schemas in Hydra's ConfigStore so that YAML options can extend them.
+
+    They are stored at the root (``algo/ppo.yaml`` starts with ``- /algo_ppo_schema@_here_``), not in
+    the groups they type, so that ``rlexp --help`` and "Available options" list only real options.
+    """
+    cs = ConfigStore.instance()
+    cs.store(name="experiment_schema", node=ExperimentConfig)
+    for name, schema in ALGO_SCHEMAS.items():
+        cs.store(name=f"algo_{name}_schema", node=schema)
+    cs.store(name="env_schema", node=EnvConfig)
+    cs.store(name="callbacks_schema", node=CallbacksConfig)
+    cs.store(name="logger_schema", node=LoggerConfig)
+    cs.store(name="diagnostics_schema", node=DiagnosticsConfig)
+    register_launcher_configs()
+    OmegaConf.register_new_resolver("rlexp_env_name", env_name, replace=True)
+
+
+@functools.cache
+def _preset_env_id(preset: str) -> str | None:
+    """The env id that a shipped env preset sets (None for a preset rlexp does not ship)."""
+    path = files("rlexp.conf") / "env" / f"{preset}.yaml"
+    if not path.is_file():
+        return None
+    return yaml.safe_load(path.read_text()).get("id")
+
+
+def env_name(preset: str | None, env_id: str) -> str:
+    """How run dirs and studies name the env: the preset, unless env.id was changed from the preset's own
+    (then the id itself, made safe for a path: ``my_pkg.envs:MyEnv`` -> ``my_pkg.envs_MyEnv``)."""
+    if preset is not None and _preset_env_id(preset) in (None, env_id):
+        return preset
+    return re.sub(r"[^\w.-]+", "_", env_id)
+
+
+def schema_fields(name: str) -> list[str]:
+    """The keys of the schema class called ``name`` (as OmegaConf names it in "Key 'x' not in 'EvalConfig'")."""
+    schema = globals().get(name)
+    is_schema = isinstance(schema, type) and dataclasses.is_dataclass(schema) and schema.__module__ == __name__
+    return [f.name for f in dataclasses.fields(schema)] if is_schema else []
+
+
+def _is_int(tp: Any) -> bool:
+    return tp is int or (typing.get_origin(tp) is typing.Union and int in typing.get_args(tp))
+
+
+def integer_keys() -> set[str]:
+    """Dotted keys typed int in some schema (``n_timesteps``, ``algo.buffer_size``, ``env.n_envs``...): the
+    command line accepts whole floats such as ``1e6`` for them."""
+    keys: set[str] = set()
+
+    def walk(schema: type, prefix: str) -> None:
+        for name, tp in typing.get_type_hints(schema).items():
+            if _is_int(tp):
+                keys.add(prefix + name)
+            elif dataclasses.is_dataclass(tp):
+                walk(tp, f"{prefix}{name}.")
+
+    walk(ExperimentConfig, "")
+    for schema in ALGO_SCHEMAS.values():
+        walk(schema, "algo.")
+    return keys

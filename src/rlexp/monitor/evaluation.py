@@ -1,0 +1,89 @@
+"""How a run is evaluated: the schedule of its periodic evaluations, the seeds and env count of its eval
+envs, and its final score, a fresh, seeded series of episodes of the final agent on its own eval envs.
+
+Evaluations step several eval envs side by side (``callbacks.eval.n_envs``; by default one per episode,
+at most ``MAX_EVAL_ENVS``), so that each step is one batched forward pass of the policy instead of one per
+episode. SB3's ``evaluate_policy`` spreads the episodes over the envs (env i counts ``(n + i) // envs`` of
+them), all in this process and in lockstep, so the result depends on the seed and the env count only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecEnv
+
+MAX_EVAL_ENVS = 16  # more envs than this gain little per forward pass and cost memory (Atari)
+EVAL_SEED_OFFSET = 10_000  # eval episodes never share a seed with training episodes
+SHORT_RUN_EVALUATIONS = 5  # periodic evaluations of a run whose budget is below callbacks.eval.freq
+
+
+def eval_env_count(eval_cfg: DictConfig, episodes: int) -> int:
+    """How many eval envs an evaluation of ``episodes`` episodes steps side by side."""
+    return max(1, min(episodes, eval_cfg.get("n_envs") or MAX_EVAL_ENVS))
+
+
+def eval_freq(cfg: DictConfig) -> int:
+    """Env steps (summed over envs) between periodic evaluations; 0: none. A budget below
+    callbacks.eval.freq is evaluated SHORT_RUN_EVALUATIONS times instead of never, so that a short run too
+    has its best agent, its curve and its sample efficiency."""
+    eval_cfg = cfg.callbacks.eval
+    if eval_cfg.n_evaluations:
+        return cfg.n_timesteps // eval_cfg.n_evaluations
+    if 0 < cfg.n_timesteps < eval_cfg.freq:
+        return max(cfg.n_timesteps // SHORT_RUN_EVALUATIONS, 1)
+    return eval_cfg.freq
+
+
+def schedule_note(cfg: DictConfig) -> str | None:
+    """The line that says a short budget changed the evaluation schedule (None: it did not)."""
+    freq = eval_freq(cfg)
+    if cfg.callbacks.eval.n_evaluations or freq in (0, cfg.callbacks.eval.freq):
+        return None
+    return (
+        f"n_timesteps={cfg.n_timesteps} is below callbacks.eval.freq={cfg.callbacks.eval.freq}: evaluating every "
+        f"{freq} steps instead ({cfg.n_timesteps // freq} evaluations; callbacks.eval.freq=0 turns them off)"
+    )
+
+
+def final_evaluation(
+    model: BaseAlgorithm,
+    train_env: VecEnv,
+    eval_env: VecEnv,
+    episodes: int,
+    deterministic: bool,
+    each_step: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Mean, std, episodes, mean length and env count over ``episodes`` episodes on ``eval_env`` (built for
+    it by rlexp.build.envs.build_eval_env, env i seeded ``seed + 10000 + i``).
+
+    ``each_step``: called after every env step (a stop signal abandons the evaluation there).
+
+    The eval envs use (never update) the training normalization statistics, so that a plain SB3 script
+    reproduces the score: ``make_vec_env(id, n_envs=<n_envs>, seed=seed + 10000)`` and ``evaluate_policy``.
+    """
+    import numpy as np
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import sync_envs_normalization
+
+    sync_envs_normalization(train_env, eval_env)
+    rewards, lengths = evaluate_policy(
+        model,
+        eval_env,
+        n_eval_episodes=episodes,
+        deterministic=deterministic,
+        return_episode_rewards=True,
+        callback=each_step,
+    )
+    return {
+        "mean": float(np.mean(rewards)),
+        "std": float(np.std(rewards)),
+        "episodes": len(rewards),
+        "mean_length": float(np.mean(lengths)),
+        "n_envs": eval_env.num_envs,
+    }

@@ -1,0 +1,172 @@
+"""The front door: a bad input costs one line naming its key, and leaves nothing behind.
+
+Before a run dir exists, everything the run will build that can fail on a bad value is built once, on one
+env in this process, writing no file: the env with its kwargs, wrappers and frame stack, the policy and its
+kwargs, device, schedules, action noise, replay buffer, and the trained agent to continue. Ranges that no
+typed schema expresses are checked first (rlexp.config.validation). The builders themselves (rlexp.build) name
+the key of whatever fails, so the run would report the same line.
+
+A single run is checked by the ``FrontDoor`` Hydra callback (``on_run_start``: before Hydra creates the
+run dir). A multirun or search gets the checks that need no build on its base config (``on_multirun_start``:
+before the sweep dir exists; swept keys are not in it yet), and each of its jobs the whole check, in its
+own dir inside the sweep dir.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from rlexp.config.tuned import check_tuned
+from rlexp.config.validation import check_ranges, config_warnings, job_config, reject_unknown_keys
+from rlexp.errors import ConfigError, Refused, one_line_error
+from rlexp.rundir import lock
+from rlexp.rundir.contract import LOCK_FILE
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Checked:
+    """What the front door found for a single run: warnings to log and record, and the dirs Hydra is
+    about to create for it (removed again should the command fail before the run starts)."""
+
+    warnings: list[str] = field(default_factory=list)
+    # the topmost directory of the run dir that did not exist yet
+    created: Path | None = None
+
+
+def _check_extra_callbacks(cfg: DictConfig) -> None:
+    """User callbacks name an SB3 callback class (they are built once, by the run: they may log or connect)."""
+    from hydra.utils import get_class
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    for name, spec in cfg.callbacks.extra.items():
+        target = spec.get("_target_") if isinstance(spec, DictConfig) else None
+        try:
+            cls = get_class(target) if target else None
+        except Exception as err:
+            raise ConfigError(f"callbacks.extra.{name}._target_={target}: {one_line_error(err)}") from None
+        if not (isinstance(cls, type) and issubclass(cls, BaseCallback)):
+            raise ConfigError(
+                f"callbacks.extra.{name}: needs a _target_ naming an SB3 BaseCallback class, got {target}"
+            )
+
+
+def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], here: bool = True) -> None:
+    """The checks that build nothing: unknown keys, an explicit tuned file, ranges, the device (``here``:
+    present on this machine, which is where the run will train)."""
+    from rlexp.build.backends import algo_target, check_sbx_device, check_sbx_schedule, is_sbx
+    from rlexp.build.model import check_device
+    from rlexp.trackers import check_installed
+
+    reject_unknown_keys(cfg)
+    check_installed(cfg)
+    _check_stop(cfg)
+    check_tuned(choices, overrides)
+    check_ranges(cfg)
+    if is_sbx(cfg):  # (what needs sbx's classes is checked where the job runs)
+        check_sbx_device(cfg)
+        check_sbx_schedule(cfg, algo_target(cfg))
+    check_device(cfg.device, here)
+
+
+def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resuming: bool = False) -> list[str]:
+    """Refuses a bad experiment config with a ConfigError naming the key; returns warnings.
+
+    ``resuming``: the run continues in its run dir (Gymnasium's env checker ran when it started)."""
+    # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
+    from rlexp.build.envs import check_env, probe_env, spec_threshold
+    from rlexp.build.model import build_model, check_trained_agent
+    from rlexp.monitor.solved import stop_threshold
+
+    check_static(cfg, choices, overrides)
+    _check_extra_callbacks(cfg)
+    stop_threshold(cfg, lambda: spec_threshold(cfg.env.id))  # (solved: the env's reward_threshold, in its spec)
+    if cfg.env.check and not resuming:
+        check_env(cfg.env)
+    probe = probe_env(cfg.env, cfg.seed)
+    try:
+        build_model(cfg, probe, probe=True)
+        found = check_trained_agent(cfg, probe) if cfg.trained_agent is not None else []
+    finally:
+        probe.close()
+    return found + config_warnings(cfg)
+
+
+def _check_stop(cfg: DictConfig) -> None:
+    """callbacks.stop: solved, a reward or null, with periodic evaluations to reach it."""
+    from rlexp.monitor.evaluation import eval_freq
+    from rlexp.monitor.solved import stop_value
+
+    if stop_value(cfg) is not None and eval_freq(cfg) <= 0:
+        raise ConfigError(
+            "callbacks.stop ends training after a periodic evaluation, and callbacks.eval.freq=0 turns them off; "
+            "give callbacks.eval.freq > 0"
+        )
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The topmost directory of ``path`` that does not exist yet."""
+    missing = None
+    for p in [path, *path.parents]:
+        if p.exists():
+            break
+        missing = p
+    return missing
+
+
+_checked: dict[Path, Checked] = {}
+
+
+def checked(run_dir: Path) -> Checked | None:
+    """What FrontDoor found for the single run in ``run_dir`` (None: not checked yet, e.g. a multirun job)."""
+    return _checked.get(run_dir.resolve())
+
+
+class FrontDoor(Callback):
+    """Hydra callback (conf/config.yaml, hydra.callbacks): refuses bad input before Hydra creates a dir."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from rlexp.rundir.state import check_run_dir, remove_created
+
+        HydraConfig.instance().set_config(config)  # for ${hydra:...} in the job's config
+        run_dir = Path(str(config.hydra.run.dir))
+        created = _first_missing(run_dir)
+        lock_was_there = (run_dir / LOCK_FILE).exists()
+        try:
+            # one owner: a second rlexp on this dir is refused here, before Hydra writes into it, and the
+            # checks below see a dir that no other process changes
+            lock.hold(run_dir)
+        except Exception as err:
+            raise Refused(err) from err
+        try:
+            cfg = job_config(config)
+            found = check_run_dir(cfg, run_dir)  # another run in that dir is refused
+            resuming = found is not None and found[1] is not None  # (else: absent, or starts over)
+            warnings = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task), resuming)
+        except Exception as err:
+            lock.release(run_dir)
+            if not lock_was_there:  # what this refusal created goes again: the lock, and the dir if new
+                (run_dir / LOCK_FILE).unlink(missing_ok=True)
+                remove_created(run_dir, created)
+            raise Refused(err) from err
+        _checked[run_dir.resolve()] = Checked(warnings, created)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        HydraConfig.instance().set_config(config)
+        try:
+            parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+            fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+            # the jobs may train elsewhere (a GPU node): whether the device is there is theirs to check
+            check_static(job_config(config), dict(config.hydra.runtime.choices), fixed, here=False)
+        except Exception as err:
+            raise Refused(err) from err

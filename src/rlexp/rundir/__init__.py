@@ -1,0 +1,2 @@
+"""The run directory: its contract (file names, readers and writers), atomic saving, the lock, and
+whether a dir holds a new, resumable, completed or someone else's run."""

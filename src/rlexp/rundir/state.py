@@ -1,0 +1,142 @@
+"""The run dir's life: is it new, a run to resume, a completed run, or someone else's run to leave alone?
+
+A run never writes into a directory that holds another run; a run stopped by a signal, or whose process
+died, is continued there (rlexp.rundir.resume says from where).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.errors import ConfigError
+from rlexp.rundir.agents import recover_partial_saves
+from rlexp.rundir.contract import (
+    COMPLETED,
+    HYDRA_DIR,
+    INTERRUPTED,
+    LOCK_FILE,
+    RUNNING,
+    SUMMARY_FILE,
+    read_config,
+    read_summary,
+)
+from rlexp.rundir.lock import abandoned, is_free
+from rlexp.rundir.resume import ResumePoint, resume_point, set_aside
+
+log = logging.getLogger(__name__)
+
+
+def completed_run(run_dir: Path) -> dict[str, Any] | None:
+    summary = read_summary(run_dir)
+    return summary if summary is not None and summary.get("status") == COMPLETED else None
+
+
+def _first_difference(old: Any, new: Any, path: str = "") -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(old.keys() | new.keys(), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in old or key not in new:
+                return where
+            found = _first_difference(old[key], new[key], where)
+            if found:
+                return found
+        return ""
+    return "" if old == new else path
+
+
+# how a run reports, not what it trains: a run resumed with other logger, curves or diagnostics settings
+# (or under an rlexp whose defaults for them changed, or that added some) is the same run
+NOT_COMPARED = ("logger", "curves", "diagnostics", "env.reward_threshold")
+
+
+def config_difference(cfg: DictConfig, run_dir: Path) -> str:
+    """The first key where ``cfg`` differs from the config of the run in ``run_dir`` ('' if none)."""
+    old = OmegaConf.to_container(read_config(run_dir), resolve=True)
+    new = OmegaConf.to_container(cfg, resolve=True)
+    for key in NOT_COMPARED:
+        *parents, last = key.split(".")
+        for config in (old, new):
+            for parent in parents:
+                config = config.get(parent) or {}  # type: ignore[union-attr,assignment]
+            config.pop(last, None)  # type: ignore[union-attr]
+    return "" if old == new else _first_difference(old, new) or "?"
+
+
+def check_run_dir(
+    cfg: DictConfig, run_dir: Path, keep_completed: bool = False, warn: bool = False
+) -> tuple[dict, ResumePoint | None] | None:
+    """Refuses a run dir that holds another run; returns the summary and resume point of this run when
+    it is there to continue (point None: no intact checkpoint is left, and it starts over), else None.
+
+    ``keep_completed``: this run, completed, is accepted (a multirun run again keeps it); ``warn``: about
+    damaged agents passed over."""
+    summary = read_summary(run_dir)
+    if summary is None:
+        return None
+    if keep_completed and summary.get("status") == COMPLETED and not config_difference(cfg, run_dir):
+        return None
+    point = resume_point(run_dir, summary, warn)
+    # an interrupted run whose resume agent is damaged, with no intact checkpoint either, starts over
+    if point is None and summary.get("status") != INTERRUPTED and not abandoned(summary, run_dir):
+        status = summary.get("status")
+        where = f"{summary.get('host')} pid {summary.get('pid')}"
+        owner = (
+            f", by {where}, which {'may be' if is_free(run_dir) else 'is'} still running" if status == RUNNING else ""
+        )
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} already holds a run (status {status}{owner}); choose a new "
+            f"directory (to continue that agent: trained_agent={run_dir})"
+        )
+    differs = config_difference(cfg, run_dir)
+    if differs:
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} holds an interrupted run with another config (differs at "
+            f"{differs}); to continue it, re-run its command (command.txt)"
+        )
+    return summary, point
+
+
+def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], ResumePoint] | None:
+    """The summary of the run to continue in ``run_dir`` (stopped by a signal, or its process died;
+    same config) and where to continue it from; None for a new run dir, or for an abandoned run that
+    saved nothing (its files are set aside and it starts over). Any other run there is refused."""
+    if (run_dir / SUMMARY_FILE).is_file():
+        recover_partial_saves(run_dir)  # before the resume point is chosen and best/ is read
+    found = check_run_dir(cfg, run_dir, warn=True)
+    if found is None:
+        return None
+    summary, point = found
+    if point is None:
+        log.warning(
+            "the run in %s ended without an intact checkpoint; starting over (its files: %s)",
+            run_dir,
+            set_aside(run_dir),
+        )
+        return None
+    return summary, point
+
+
+def only_hydra_files(run_dir: Path) -> bool:
+    """The dir holds nothing but what Hydra writes for a job (.hydra/ and the job's log) and the lock."""
+    return run_dir.is_dir() and all(p.name in (HYDRA_DIR, LOCK_FILE) or p.suffix == ".log" for p in run_dir.iterdir())
+
+
+def remove_created(run_dir: Path, created: Path | None) -> None:
+    """Removes a run dir that a refused command created (``created``: the topmost dir it made) while it
+    holds nothing but Hydra's files, and the parents it made when they are empty; never a dir that was
+    there before."""
+    if created is None or not run_dir.resolve().is_relative_to(created.resolve()) or not only_hydra_files(run_dir):
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+    parent = run_dir.parent
+    while parent.resolve().is_relative_to(created.resolve()):
+        try:
+            parent.rmdir()
+        except OSError:  # not empty: another run is there now
+            return
+        parent = parent.parent

@@ -1,0 +1,158 @@
+"""Every shipped option composes, is typed, and matches the library it configures."""
+
+from __future__ import annotations
+
+import inspect
+from importlib.resources import files
+
+import pytest
+from conftest import compose_cfg
+from hydra.errors import ConfigCompositionException
+from hydra.utils import get_class
+from omegaconf import OmegaConf
+from omegaconf.errors import ConfigKeyError, ValidationError
+
+CONF = files("rlexp.conf")
+ALGOS = sorted(p.name.removesuffix(".yaml") for p in (CONF / "algo").iterdir() if p.name.endswith(".yaml"))
+ENVS = sorted(p.name.removesuffix(".yaml") for p in (CONF / "env").iterdir() if p.name.endswith(".yaml"))
+TUNED = sorted(p.name.removesuffix(".yaml") for p in (CONF / "tuned").iterdir() if p.name.endswith(".yaml"))
+# constructor arguments that the manager passes itself rather than reading from algo.*
+MANAGED = {
+    "self",
+    "env",
+    "tensorboard_log",
+    "verbose",
+    "seed",
+    "device",
+    "_init_setup_model",
+    "action_noise",
+    "stats_window_size",
+    "rollout_buffer_class",
+    "rollout_buffer_kwargs",
+}
+
+
+def test_registry_is_complete():
+    assert (
+        sorted(
+            [
+                "ppo",
+                "a2c",
+                "dqn",
+                "sac",
+                "td3",
+                "ddpg",
+                "tqc",
+                "trpo",
+                "qrdqn",
+                "ars",
+                "recurrent_ppo",
+                "crossq",
+            ]
+        )
+        == ALGOS
+    )
+    assert len(ENVS) == 10
+    assert len(TUNED) >= 70
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_algo_yaml_holds_the_library_defaults(algo):
+    cfg, _ = compose_cfg([f"algo={algo}", "~tuned"])
+    cls = get_class(cfg.algo._target_)
+    params = inspect.signature(cls.__init__).parameters
+    keys = set(cfg.algo) - {"_target_"}
+    assert keys == set(params) - MANAGED, "schema and constructor disagree"
+    for key in keys - {"policy", "policy_kwargs", "replay_buffer_class", "replay_buffer_kwargs"}:
+        default = params[key].default
+        assert cfg.algo[key] == (list(default) if isinstance(default, tuple) else default), key
+
+
+@pytest.mark.parametrize("env", ENVS)
+@pytest.mark.parametrize("algo", ALGOS)
+def test_every_algo_env_pair_composes(algo, env):
+    cfg, choices = compose_cfg([f"algo={algo}", f"env={env}"])
+    OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    expected = f"{algo}_{env}" if f"{algo}_{env}" in TUNED else None
+    assert cfg.tuned_file == expected
+    assert choices["algo"] == algo and choices["env"] == env
+
+
+@pytest.mark.parametrize("tuned", TUNED)
+def test_tuned_file_names_itself_and_only_sets_known_keys(tuned):
+    algo, env = next(
+        (a, tuned[len(a) + 1 :]) for a in ALGOS if tuned.startswith(a + "_") and tuned[len(a) + 1 :] in ENVS
+    )
+    cfg, _ = compose_cfg([f"algo={algo}", f"env={env}"])  # composition applies the schema
+    assert cfg.tuned_file == tuned
+    assert cfg.n_timesteps > 0
+
+
+def test_tuned_values_apply_and_command_line_wins():
+    cfg, _ = compose_cfg([])
+    assert (cfg.tuned_file, cfg.env.n_envs, cfg.algo.n_steps, cfg.n_timesteps) == (
+        "ppo_cartpole",
+        8,
+        32,
+        100000,
+    )
+    assert cfg.lr_schedule._target_ == "rlexp.build.schedules.linear"
+    cfg, _ = compose_cfg(["algo.n_steps=64", "n_timesteps=5000", "env.n_envs=2"])
+    assert (cfg.algo.n_steps, cfg.n_timesteps, cfg.env.n_envs) == (64, 5000, 2)
+
+
+def test_tuned_can_be_turned_off():
+    cfg, _ = compose_cfg(["~tuned"])
+    assert cfg.tuned_file is None
+    assert (cfg.algo.n_steps, cfg.env.n_envs) == (2048, 1)
+    assert cfg.lr_schedule._target_ == "rlexp.build.schedules.constant"
+
+
+def test_groups_compose():
+    cfg, _ = compose_cfg(["env=pong", "wrappers=time_feature", "schedule@lr_schedule=cosine", "callbacks=checkpoints"])
+    assert list(cfg.env.wrappers) == ["atari", "time_feature"]
+    assert cfg.lr_schedule._target_ == "rlexp.build.schedules.CosineSchedule"
+    assert cfg.callbacks.checkpoint.freq == 10000
+
+
+@pytest.mark.parametrize(
+    ("override", "error", "names"),
+    [
+        ("algo.n_steps=lots", ValidationError, "n_steps"),
+        ("algo.buffer_size=1000", ConfigKeyError, "buffer_size"),  # PPO has no replay buffer
+        ("env.n_envs=1.5", ValidationError, "n_envs"),
+        ("env.vec_env=threads", ValidationError, "vec_env"),
+        ("action_noise.kind=pink", ValidationError, "kind"),
+        ("seed=zero", ValidationError, "seed"),
+    ],
+)
+def test_bad_types_and_unknown_keys_fail_at_composition(override, error, names):
+    with pytest.raises((ConfigCompositionException, error)) as info:
+        compose_cfg([override])
+    text = str(info.value) + str(info.value.__cause__)
+    assert names in text
+
+
+@pytest.mark.parametrize("override", ["algo=ppo2", "env=cartpol"])
+def test_unknown_group_choice_lists_the_options(override):
+    with pytest.raises(Exception, match="Available options") as info:
+        compose_cfg([override])
+    assert override.split("=")[1] in str(info.value)
+
+
+@pytest.mark.parametrize("override", ["+algo.bogus=1", "+env.bogus=1", "+bogus=1", "+callbacks.eval.bogus=1"])
+def test_keys_added_with_plus_are_refused_before_training(override):
+    from rlexp.errors import ConfigError
+    from rlexp.run.front_door import check
+
+    cfg, choices = compose_cfg([override])
+    with pytest.raises(ConfigError, match="bogus: unknown key"):
+        check(cfg, choices, [override])
+
+
+def test_tuned_values_on_another_env_id_warn():
+    from rlexp.run.front_door import check
+
+    cfg, choices = compose_cfg(["env.id=Acrobot-v1"])
+    warnings = check(cfg, choices, ["env.id=Acrobot-v1"])
+    assert any("tuned for CartPole-v1, not env.id=Acrobot-v1; add ~tuned" in w for w in warnings)

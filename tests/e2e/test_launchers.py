@@ -1,0 +1,78 @@
+"""Launcher presets compose; local parallel jobs share the cores; a job's torch threads follow its CPUs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import FAST, compose_cfg, rlexp_cli
+from hydra import compose, initialize_config_module
+
+from rlexp.cluster.cpus import ENV_JOB_CPUS, job_threads, usable_cpus
+from rlexp.config.overrides import as_override
+
+
+@pytest.mark.parametrize(
+    ("preset", "target", "expected"),
+    [
+        ("slurm_cpu", "SlurmLauncher", {"cpus_per_task": 2, "gpus_per_node": None, "max_num_timeout": 5}),
+        ("slurm_gpu", "SlurmLauncher", {"cpus_per_task": 4, "gpus_per_node": 1, "signal_delay_s": 120}),
+        ("local_parallel", "LocalParallelLauncher", {"max_parallel": None}),
+    ],
+)
+def test_launcher_presets_compose(preset, target, expected):
+    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"hydra/launcher={preset}"], return_hydra_config=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith(target)
+    assert {k: launcher[k] for k in expected} == expected
+    assert launcher.submitit_folder == f"{cfg.hydra.sweep.dir}/.submitit/%j"
+
+
+def test_srun_args_and_sbatch_options_are_knobs():
+    overrides = [
+        "hydra/launcher=slurm_cpu",
+        "hydra.launcher.srun_args=['--cpu-bind=none']",
+        "+hydra.launcher.additional_parameters.mail-type=END",
+        "hydra.launcher.setup=['module load python']",
+    ]
+    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    assert list(cfg.hydra.launcher.srun_args) == ["--cpu-bind=none"]
+    assert cfg.hydra.launcher.additional_parameters == {"mail-type": "END"}
+    assert list(cfg.hydra.launcher.setup) == ["module load python"]
+
+
+def test_job_threads_follow_the_cpus_given(monkeypatch):
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
+    monkeypatch.delenv(ENV_JOB_CPUS, raising=False)
+    assert job_threads(None) == 1
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "3")
+    assert job_threads(None) == 3
+    monkeypatch.setenv(ENV_JOB_CPUS, "2")  # local_parallel's share, even inside a SLURM allocation
+    assert job_threads(None) == 2
+    assert job_threads(4) == 4  # an explicit torch_threads wins
+    cfg, _ = compose_cfg([])
+    assert cfg.torch_threads is None
+
+
+@pytest.mark.slow  # parallel jobs, about a minute: in CI's slow run
+def test_local_parallel_runs_jobs_at_once_and_shares_the_cores(tmp_path):
+    cpus = usable_cpus()
+    seeds = list(range(cpus + 1))  # one full batch of `cpus` jobs, then one job alone
+    barrier = [
+        "+callbacks.extra.barrier._target_=barrier_callback.Barrier",
+        as_override("+callbacks.extra.barrier.dir", str(tmp_path / "started")),
+        f"+callbacks.extra.barrier.parties={cpus}",
+    ]
+    args = ["-m", "hydra/launcher=local_parallel", f"seed={','.join(map(str, seeds))}", *FAST, *barrier]
+    tests = str(Path(__file__).parents[1])  # barrier_callback, for the jobs' processes
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
+    result = rlexp_cli([*args, "hydra.sweep.dir=sweep"], cwd=tmp_path, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]  # (the first batch got past the barrier together)
+    summaries = [json.loads((tmp_path / "sweep" / str(k) / "summary.json").read_text()) for k in seeds]
+    assert all(s["status"] == "completed" for s in summaries)
+    assert [s["torch_threads"] for s in summaries] == [max(1, cpus // cpus)] * cpus + [cpus]
+    assert len({s["pid"] for s in summaries}) == len(seeds)  # each job its own process

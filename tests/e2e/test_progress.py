@@ -1,0 +1,47 @@
+"""What a run prints: one line per periodic evaluation when stdout is not a terminal, SB3's tables only
+with logger.verbose=2 (the CSV log keeps every scalar either way)."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+from conftest import rlexp_cli
+
+RUN = ["n_timesteps=2048", "callbacks.eval.n_evaluations=2", "callbacks.eval.n_episodes=2", "logger=csv"]
+RUN += ["callbacks.eval.final_episodes=2", "hydra.run.dir=run"]
+
+
+def test_a_run_prints_a_line_per_evaluation_and_no_tables(tmp_path):
+    result = rlexp_cli(RUN, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.strip().splitlines()
+    progress = [line for line in lines if line.startswith("rlexp: step ")]
+    pattern = r"rlexp: step (1,024|2,048)/2,048 \((50|100)%\) eval -?\d+\.\d\d \+/- \d+\.\d\d, best -?\d+\.\d\d \| "
+    assert len(progress) == 2 and all(re.match(pattern + r"[\d,]+ steps/s, ETA \d+:\d\d:\d\d$", p) for p in progress)
+    assert lines[-1].startswith("rlexp: run saved to ")
+    assert not any(line.startswith("|") for line in lines)  # no SB3 table
+    rows = list(csv.DictReader((tmp_path / "run" / "logs" / "progress.csv").open()))
+    assert rows and "train/loss" in rows[-1]
+
+
+def test_verbose_2_adds_sb3s_tables(tmp_path):
+    result = rlexp_cli([*RUN, "logger.verbose=2"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert any(line.startswith("| time/") or "total_timesteps" in line for line in result.stdout.splitlines())
+
+
+def test_without_evaluations_a_line_per_tenth_of_this_runs_own_steps(capsys):
+    from rlexp.monitor.progress import Progress
+
+    progress = Progress(target=1100, evaluations=None, terminal=False)  # a continued agent: 1000 steps before
+    progress.num_timesteps = 1000  # (SB3 sets it when learn() starts; no EvalCallback: no env asked)
+    progress._on_training_start()
+    for step in range(1008, 1112, 8):  # 8 envs; the last rollout overshoots the target
+        progress.num_timesteps = step
+        progress._on_step()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 9 and all(line.startswith("rlexp: step ") for line in lines)
+    assert lines[0].startswith("rlexp: step 1,016/1,100 (16%) |") and lines[-1].startswith(
+        "rlexp: step 1,096/1,100 (96%)"
+    )

@@ -1,0 +1,75 @@
+"""The run-dir contract: its readers on real files, and runs of earlier releases read as today's."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from rlexp.errors import ConfigError
+from rlexp.rundir import contract
+
+
+def test_read_summary_absent_an_object_or_refused_in_one_line(tmp_path):
+    assert contract.read_summary(tmp_path) is None
+    (tmp_path / "summary.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match=r"summary.json: unreadable \(a JSON list, not an object\); fix it"):
+        contract.read_summary(tmp_path, remedy="fix it")
+    contract.write_summary(tmp_path, {"status": "completed", "when": object.__name__})
+    assert contract.read_summary(tmp_path) == {"status": "completed", "when": "object"}
+    assert not list(tmp_path.glob(".*tmp*"))  # written atomically: no temporary left
+
+
+def test_evaluations_read_in_full_with_their_means(tmp_path):
+    assert contract.read_evaluations(tmp_path) is None
+    results = np.array([[1.0, 3.0], [5.0, 7.0]])
+    np.savez(tmp_path / "evaluations", timesteps=[100, 200], results=results, ep_lengths=np.ones((2, 2)))
+    found = contract.read_evaluations(tmp_path)
+    assert found is not None and found.timesteps.tolist() == [100, 200] and found.means.tolist() == [2.0, 6.0]
+    assert found.successes is None
+
+
+def test_damaged_evaluations_raise_for_readers_and_are_set_aside_on_resume(tmp_path, caplog):
+    (tmp_path / "evaluations.npz").write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(Exception):  # noqa: B017 (whatever numpy meets: BadZipFile, EOFError...)
+        contract.read_evaluations(tmp_path)
+    assert contract.read_evaluations_or_set_aside(tmp_path) is None
+    assert (tmp_path / "evaluations.npz.damaged").is_file() and not (tmp_path / "evaluations.npz").exists()
+    assert "start afresh" in caplog.text
+
+
+def test_checkpoints_by_step_in_step_order(tmp_path):
+    for step in (20_000, 3_000, 100_000):
+        contract.checkpoint_dir(tmp_path, step).mkdir(parents=True)
+    (tmp_path / "checkpoints" / ".step_000000005000.tmp1").mkdir()  # a save cut short: not a checkpoint
+    assert contract.checkpoint_dir(tmp_path, 3000).name == "step_000000003000"
+    assert list(contract.checkpoint_steps(tmp_path)) == [3_000, 20_000, 100_000]
+
+
+def test_best_json_unreadable_is_none_with_a_warning(tmp_path, caplog):
+    best = contract.best_record([1.0, 2.0, 3.0], step=500)
+    assert best == {"mean": 2.0, "std": pytest.approx(0.8165, abs=1e-4), "episodes": 3, "step": 500}
+    contract.write_best(tmp_path / "best", best)
+    assert contract.read_best(tmp_path) == best
+    (tmp_path / "best" / "best.json").write_text('{"mean": "high"}')
+    assert contract.read_best(tmp_path) is None and "unreadable" in caplog.text
+
+
+def test_a_config_of_an_earlier_release_names_todays_schedules(tmp_path):
+    """Schedules moved from rlexp.run.schedules to rlexp.build.schedules; older config.yaml files compare
+    equal to today's command and can be resumed."""
+    from rlexp.config.schema import ExperimentConfig  # noqa: F401  (what read_config types with)
+
+    config = {"lr_schedule": {"_target_": "rlexp.run.schedules.linear", "final_fraction": 0.1},
+              "clip_range_schedule": {"_target_": "rlexp.build.schedules.constant"}}  # fmt: skip
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    raw = contract.read_config_dict(tmp_path)
+    assert raw["lr_schedule"]["_target_"] == "rlexp.build.schedules.linear"
+    assert raw["clip_range_schedule"]["_target_"] == "rlexp.build.schedules.constant"
+
+
+def test_the_trial_record_is_json(tmp_path):
+    contract.write_trial(tmp_path, {"seeds": [0, 1], "finals": [1.0, 2.0], "mean": 1.5})
+    assert json.loads((tmp_path / "trial.json").read_text())["mean"] == 1.5

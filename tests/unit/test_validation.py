@@ -1,0 +1,98 @@
+"""Checks of a config that build nothing: ranges, unknown keys, warnings, the evaluation schedule, and
+the overrides rlexp reads and writes."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import compose_cfg
+from omegaconf import open_dict
+
+from rlexp.config.overrides import as_override, whole_numbers
+from rlexp.config.validation import check_ranges, config_warnings, did_you_mean, reject_unknown_keys
+from rlexp.errors import ConfigError
+from rlexp.monitor.evaluation import eval_env_count, eval_freq, schedule_note
+
+
+@pytest.fixture(scope="module")
+def ppo():
+    return compose_cfg([])[0]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "line"),
+    [
+        ("seed", -1, "seed=-1: must be >= 0"),
+        ("n_timesteps", 0, "n_timesteps=0: must be > 0"),
+        ("algo.gamma", 1.5, "algo.gamma=1.5: must be in [0, 1]"),
+        ("algo.learning_rate", float("inf"), "algo.learning_rate=inf: must be > 0"),
+        ("callbacks.eval.freq", -1, "callbacks.eval.freq=-1: must be >= 0 (0: no periodic evaluation)"),
+        ("callbacks.eval.n_evaluations", 10**9, "callbacks.eval.n_evaluations=1000000000: must be <= n_timesteps"),
+    ],
+)
+def test_a_value_out_of_range_is_refused_naming_its_key(ppo, key, value, line):
+    cfg = ppo.copy()
+    with open_dict(cfg):
+        parent, _, leaf = key.rpartition(".")
+        _select(cfg, parent)[leaf] = value
+    with pytest.raises(ConfigError) as err:
+        check_ranges(cfg)
+    assert str(err.value).startswith(line)
+
+
+def _select(cfg, path):
+    for part in filter(None, path.split(".")):
+        cfg = cfg[part]
+    return cfg
+
+
+def test_an_unknown_key_is_refused_with_the_key_meant():
+    cfg = compose_cfg(["+callbacks.eval.n_episode=3"])[0]  # (Hydra adds a + key past the schema)
+    with pytest.raises(
+        ConfigError, match=r"^callbacks.eval.n_episode: unknown key for EvalConfig \(did you mean n_episodes\?\)"
+    ):
+        reject_unknown_keys(cfg)
+    assert did_you_mean("ntimesteps", ["n_timesteps", "seed"]) == " (did you mean n_timesteps?)"
+    assert did_you_mean("zzz", ["n_timesteps"]) == ""
+
+
+def test_warnings_of_a_valid_but_suspicious_config():
+    sac = compose_cfg(["algo=sac", "env=pendulum", "n_timesteps=500", "algo.learning_starts=1000"])[0]
+    (warning,) = config_warnings(sac)
+    assert warning.startswith("algo.learning_starts=1000 >= n_timesteps=500")
+    other_env = compose_cfg(["env.id=Acrobot-v1"])[0]
+    assert "was tuned for CartPole-v1, not env.id=Acrobot-v1" in config_warnings(other_env)[0]
+
+
+def test_the_evaluation_schedule_follows_a_budget_below_its_interval(ppo):
+    cfg = ppo.copy()
+    cfg.n_timesteps, cfg.callbacks.eval.freq = 100_000, 10_000
+    assert eval_freq(cfg) == 10_000 and schedule_note(cfg) is None
+    cfg.n_timesteps = 3_000  # below the interval: evaluated five times instead of never
+    assert eval_freq(cfg) == 600
+    assert schedule_note(cfg) == (
+        "n_timesteps=3000 is below callbacks.eval.freq=10000: evaluating every 600 steps instead (5 evaluations; "
+        "callbacks.eval.freq=0 turns them off)"
+    )
+    cfg.callbacks.eval.freq = 0
+    assert eval_freq(cfg) == 0 and schedule_note(cfg) is None
+    cfg.callbacks.eval.n_evaluations = 4
+    assert eval_freq(cfg) == 750
+
+
+def test_eval_envs_one_per_episode_at_most_sixteen(ppo):
+    eval_cfg = ppo.callbacks.eval.copy()
+    assert [eval_env_count(eval_cfg, n) for n in (1, 5, 100)] == [1, 5, 16]
+    eval_cfg.n_envs = 4
+    assert [eval_env_count(eval_cfg, n) for n in (1, 5, 100)] == [1, 4, 4]
+
+
+def test_overrides_quoted_for_hydra_and_whole_floats_read_as_integers():
+    assert as_override("hydra.run.dir", "runs/a b") == "hydra.run.dir='runs/a b'"
+    assert as_override("seed", 3) == "seed=3" and as_override("x", "[1,2]") == "x=[1,2]"
+    assert as_override("env.id", "my_pkg.envs:MyEnv") == "env.id='my_pkg.envs:MyEnv'"
+    assert whole_numbers(["n_timesteps=1e6", "algo.learning_rate=1e-3", "algo.buffer_size=1e5,2e5", "seed=1.5"]) == [
+        "n_timesteps=1000000",
+        "algo.learning_rate=1e-3",
+        "algo.buffer_size=100000,200000",
+        "seed=1.5",
+    ]
