@@ -121,7 +121,7 @@ def test_no_subpackage_is_a_room_of_its_own(package):
 
 
 def test_the_manager_only_wires():
-    assert len((SRC / "run" / "manager.py").read_text().splitlines()) < 220
+    assert len((SRC / "run" / "manager.py").read_text().splitlines()) <= 200
 
 
 def test_every_subpackage_ships_in_the_wheel():

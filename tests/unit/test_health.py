@@ -15,6 +15,7 @@ from rlexp.monitor.health import (
     KL,
     VALUE,
     TrainingHealth,
+    judge_final,
     no_better_than_random,
     say,
     train_eval_gap,
@@ -102,3 +103,25 @@ def test_no_better_than_random_within_its_confidence_interval():
     assert no_better_than_random({"mean": 26.0}, baseline) is None
     assert no_better_than_random({"mean": 0.0}, None) is None
     assert no_better_than_random({"mean": 0.0}, {"episodes": 10, "endless": 10}) is None  # none ended
+
+
+def test_the_final_verdicts_follow_the_settings():
+    baseline = {"mean": 20.0, "ci95_mean": [15.0, 25.0]}
+    found: list[str] = []
+    judge_final(
+        found, SimpleNamespace(train_eval_gap=0.5, beat_random=True), _episodes([100.0] * 10), {"mean": 21.0}, baseline
+    )
+    assert [f.split(":", 1)[0] for f in found] == [
+        GAP,
+        "final eval 21.00 is no better than the random policy (20.00, 95% CI [15.00, 25.00])",
+    ]
+    quiet: list[str] = []  # both switched off; a baseline that is not a dict (none was run) is no baseline
+    judge_final(
+        quiet,
+        SimpleNamespace(train_eval_gap=None, beat_random=False),
+        _episodes([100.0] * 10),
+        {"mean": 21.0},
+        baseline,
+    )
+    judge_final(quiet, SimpleNamespace(train_eval_gap=None, beat_random=True), [], {"mean": 0.0}, "skipped")
+    assert quiet == []

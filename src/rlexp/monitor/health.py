@@ -231,3 +231,13 @@ def no_better_than_random(final_eval: dict[str, Any], baseline: dict[str, Any] |
         f"[{ci[0]:.2f}, {ci[1]:.2f}]): the agent learnt nothing measurable (more n_timesteps, other "
         "hyperparameters, or a reward that does not depend on the actions?)"
     )
+
+
+def judge_final(found: list[str], cfg: DictConfig, episodes: Any, final_eval: dict[str, Any], baseline: Any) -> None:
+    """The signs only the final evaluation shows (``cfg``: the run's diagnostics settings; ``baseline``: its
+    random baseline, a dict or nothing): a gap to training's returns, no better than random."""
+    baseline = baseline if isinstance(baseline, dict) else None
+    train_eval_gap(found, cfg, episodes, final_eval["mean"], (baseline or {}).get("mean"))
+    unlearnt = cfg.beat_random and no_better_than_random(final_eval, baseline)
+    if unlearnt:  # (said under the run's last line; found only now, so not logged twice)
+        found.append(unlearnt)

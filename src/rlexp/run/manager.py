@@ -29,7 +29,7 @@ from rlexp.errors import Diverged
 from rlexp.figures.curves import BackgroundCurves
 from rlexp.monitor.baseline import random_baseline
 from rlexp.monitor.evaluation import final_evaluation
-from rlexp.monitor.health import no_better_than_random, train_eval_gap
+from rlexp.monitor.health import judge_final
 from rlexp.monitor.solved import stop_threshold
 from rlexp.run.failure import diverged, record_failure
 from rlexp.run.record import ABSENT, RunRecord
@@ -63,12 +63,9 @@ def run(
 ) -> RunRecord:
     """Train, save and evaluate one agent (its config passed the front door); returns its record.
 
-    ``choices`` are Hydra's config-group choices, ``command`` the job's command line, ``warnings`` what
-    the front door warned about (recorded in summary.json); ``reporter`` reports the periodic evaluations
-    to a search's trial. ``keep_completed``: a run dir that already holds this run, completed, is kept (a
-    multirun run again). ``rerun``: the command that runs it again in its dir exactly (command.txt and the
-    resume hint; default: ``command`` with the run dir). ``on_end``: told once the run is complete.
-    """
+    ``choices``: Hydra's group choices; ``warnings``: the front door's (kept in summary.json); ``reporter``:
+    a search trial's; ``keep_completed``: keep a completed run of this config (a multirun run again);
+    ``rerun``: the command that runs it again in its dir (default: ``command`` with the run dir)."""
     with lock.held(run_dir):  # taken by the front door for a single run; for a multirun job here
         done = completed_run(run_dir)
         if keep_completed and done is not None and not config_difference(cfg, run_dir):
@@ -147,21 +144,14 @@ def _train_and_evaluate(
         record.best_eval = callbacks.best()
         try:  # a stop signal abandons it: the trained agent resumes to it
             stopper.check_evaluation()
-            episodes = cfg.callbacks.eval.final_episodes
+            episodes, deterministic = cfg.callbacks.eval.final_episodes, cfg.callbacks.eval.deterministic
             with closed_at_end(build_eval_env(cfg, episodes, run_dir / MONITOR_DIR / FINAL_EPISODES, continued)) as env:
-                deterministic = cfg.callbacks.eval.deterministic
                 final = final_evaluation(model, train_env, env, episodes, deterministic, stopper.check_evaluation)
         except StopEvaluation:
             stopper.save(int(model.num_timesteps))
             raise stopper.interrupted() from None
         record.final_eval = final
-        baseline = record.random_baseline if isinstance(record.random_baseline, dict) else None
-        train_eval_gap(
-            record.diagnostics, cfg.diagnostics, model.ep_info_buffer, final["mean"], (baseline or {}).get("mean")
-        )
-    unlearnt = cfg.diagnostics.beat_random and no_better_than_random(final, baseline)
-    if unlearnt:  # (said under the run's last line; found only now, so not logged twice)
-        record.diagnostics.append(unlearnt)
+        judge_final(record.diagnostics, cfg.diagnostics, model.ep_info_buffer, final, record.random_baseline)
 
 
 def _before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, stopper: StopOnSignal) -> None:
