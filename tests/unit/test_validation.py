@@ -96,3 +96,16 @@ def test_overrides_quoted_for_hydra_and_whole_floats_read_as_integers():
         "algo.buffer_size=100000,200000",
         "seed=1.5",
     ]
+
+
+def test_the_tuned_line_names_the_env_id_trained():
+    from omegaconf import OmegaConf
+
+    from rlexp.config.tuned import tuned_note
+
+    cfg = OmegaConf.create({"tuned_file": None, "tuned_env_id": None, "env": {"id": "Hopper-v5"}})
+    note = tuned_note(cfg, {"algo": "sac", "env": "cartpole", "tuned": "sac_cartpole"})
+    assert note == "tuned hyperparameters: none for sac x cartpole with env.id=Hopper-v5; the algorithm's defaults"
+    assert tuned_note(cfg, {"algo": "sac", "env": "cartpole", "tuned": None}).startswith("tuned hyperparameters: off")
+    cfg.tuned_file, cfg.tuned_env_id = "sac_hopper", "Hopper-v5"
+    assert tuned_note(cfg, {}) == "tuned hyperparameters: tuned/sac_hopper.yaml (for Hopper-v5)"

@@ -53,4 +53,7 @@ def tuned_note(cfg: DictConfig, choices: dict[str, Any]) -> str:
         return f"tuned hyperparameters: tuned/{cfg.tuned_file}.yaml (for {cfg.tuned_env_id})"
     if choices.get("tuned") is None:
         return "tuned hyperparameters: off (~tuned); the algorithm's defaults"
-    return f"tuned hyperparameters: none for {choices.get('algo')} x {choices.get('env')}; the algorithm's defaults"
+    # (the env id trained, not only the preset's name: env=cartpole env.id=Hopper-v5 trains Hopper)
+    env = choices.get("env")
+    trained = f"env.id={cfg.env.id}" if env is None else f"{env} with env.id={cfg.env.id}"
+    return f"tuned hyperparameters: none for {choices.get('algo')} x {trained}; the algorithm's defaults"
