@@ -23,7 +23,7 @@ from rlexp.commands.train import FULL_ERROR as _FULL_ERROR
 from rlexp.commands.train import USER_ERRORS, exit_with, register_hydra, train_job
 from rlexp.commands.zoo_flags import zoo_line
 from rlexp.config.overrides import as_override, whole_numbers
-from rlexp.errors import Diverged, Interrupted, Refused
+from rlexp.errors import Diverged, Interrupted, Refused, collapsed
 from rlexp.process_exit import exit_without_teardown
 
 register_hydra()
@@ -58,7 +58,7 @@ def _stopped(err: Interrupted) -> None:
 
 def _job_died(err: Exception) -> None:
     """A submitit job (SLURM or local) ended without a result, e.g. cancelled or stopped by SIGTERM."""
-    text = " ".join(str(err).split("Error stream produced:")[0].split())
+    text = collapsed(str(err).split("Error stream produced:")[0])
     sweep_dir = re.search(r"with path (\S+)/\.submitit/", text)
     hint = (
         f"; if it was stopped by a signal, its run dir kept a checkpoint: re-running the same command "

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import signal
 from pathlib import Path
 from typing import Any
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # (Gymnasium colours its warnings)
+
+
+def collapsed(text: object) -> str:
+    """Any text on one line, without terminal colours: a warning's or an error's lines would break the
+    console's one line per message, and tables."""
+    return " ".join(_ANSI.sub("", str(text)).split())
+
 
 def one_line_error(err: BaseException) -> str:
     """``Type: message`` on one line, for errors of the libraries rlexp builds with."""
-    return f"{type(err).__name__}: {' '.join(str(err).split())}"
+    return f"{type(err).__name__}: {collapsed(err)}"
 
 
 class ConfigError(ValueError):

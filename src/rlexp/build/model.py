@@ -24,7 +24,7 @@ from rlexp.build.backends import algo_target, import_sbx, is_sbx, sbx_keywords
 from rlexp.build.noise import build_action_noise
 from rlexp.build.schedules import CONSTANT
 from rlexp.cluster.cpus import job_threads
-from rlexp.errors import ConfigError, one_line_error
+from rlexp.errors import ConfigError, collapsed, one_line_error
 from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE, read_summary
 
 # replay buffer of the front door's probe model: the configured size is checked, not allocated
@@ -151,7 +151,7 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
     except Exception as err:
         if not probe:  # the front door built this config: anything else is not the config's fault
             raise
-        text = " ".join(str(err).split())
+        text = collapsed(err)
         if isinstance(err, AssertionError) and "action spaces" in text:
             supported = ", ".join(re.findall(r"<class '[\w.]+\.(\w+)'>", text.split(" but ")[0]))
             raise ConfigError(

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import warnings
-from typing import Any, TextIO
+from typing import TextIO
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # (Gymnasium colours its warnings)
+from rlexp.errors import collapsed
 
 
 class ConsoleFormatter(logging.Formatter):
@@ -19,10 +18,6 @@ class ConsoleFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:
         level = f"{record.levelname.lower()}: " if record.levelno >= logging.WARNING else ""
         return f"rlexp: {level}{record.message.strip()}"
-
-
-def one_line(message: Any) -> str:
-    return " ".join(_ANSI.sub("", str(message)).split())
 
 
 def show_warnings_on_one_line() -> None:
@@ -38,7 +33,7 @@ def show_warnings_on_one_line() -> None:
         line: str | None = None,
     ) -> None:
         source = filename.rsplit("site-packages/", 1)[-1].removesuffix(".py").replace("/", ".")
-        text = f"rlexp: warning: {one_line(message)} ({category.__name__}, {source})\n"
+        text = f"rlexp: warning: {collapsed(message)} ({category.__name__}, {source})\n"
         stream = file if file is not None else _stderr()
         with contextlib.suppress(OSError, AttributeError):  # no stream: lost, as Python's own would be
             stream.write(text)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, collapsed
 from rlexp.rundir.contract import (
     COMMAND_FILE,
     COMPLETED,
@@ -120,10 +120,6 @@ class Run:
         return str(self.summary.get("status", "unreadable"))
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())  # an error's traceback-like lines would break tables and messages
-
-
 def _status_problem(summary: dict[str, Any], run_dir: Path) -> str | None:
     from rlexp.rundir.lock import abandoned
 
@@ -139,7 +135,7 @@ def _status_problem(summary: dict[str, Any], run_dir: Path) -> str | None:
         return f"interrupted (resumable: run its {COMMAND_FILE} again to finish it)"
     if status is None:
         return "no status in summary.json"
-    error = f": {_one_line(str(summary['error']))}" if summary.get("error") else ""
+    error = f": {collapsed(str(summary['error']))}" if summary.get("error") else ""
     return f"{status}{error}"
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, one_line_error
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import check_parameters
 from rlexp.rundir.atomic import atomic_write, fsync_dir, remove_partial_saves
@@ -102,7 +102,7 @@ def damage(agent_dir: Path) -> str | None:
             if bad is not None or "data" not in archive.namelist():
                 return f"{model}: {'bad checksum in ' + bad if bad else 'incomplete (no data member)'}"
     except Exception as err:  # zipfile raises what a damaged header trips over (BadZipFile, zlib.error, ...)
-        return f"{model}: {type(err).__name__}: {' '.join(str(err).split())}"
+        return f"{model}: {one_line_error(err)}"
     for name in (VECNORMALIZE_FILE, REPLAY_BUFFER_FILE):
         pickled = agent_dir / name
         if pickled.is_file() and not _ends_like_a_pickle(pickled):

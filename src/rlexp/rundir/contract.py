@@ -32,7 +32,7 @@ import numpy as np
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.errors import ConfigError, one_line_error
+from rlexp.errors import ConfigError, collapsed, one_line_error
 from rlexp.rundir.atomic import atomic_write_json, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -139,10 +139,10 @@ def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictCo
 
     path = run_dir / CONFIG_FILE
     try:
-        saved = _moved_targets(yaml.safe_load(path.read_text()))
+        saved = read_config_dict(run_dir)
         return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), saved)  # type: ignore[return-value]
     except Exception as err:  # unreadable, not YAML, or not a run's config (a schema error)
-        raise ConfigError(f"{path}: unreadable ({' '.join(str(err).split())[:300]}); {remedy}") from None
+        raise ConfigError(f"{path}: unreadable ({collapsed(err)[:300]}); {remedy}") from None
 
 
 def write_config(run_dir: Path, cfg: DictConfig, command: str) -> None:

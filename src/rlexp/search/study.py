@@ -16,7 +16,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_restart_count
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, collapsed
 
 JOURNAL_PREFIX = "journal:///"
 # how a sweep hands its trial to a job (hydra.job.env_set: per-job values under hydra.sweeper are refused by Hydra 1.4)
@@ -43,7 +43,7 @@ def open_storage(url: str, attempts: int = 4) -> BaseStorage:
             if "already exists" in str(err) and attempt + 1 < attempts:
                 time.sleep(0.5 + random.random())
                 continue
-            message = " ".join(str(err).split())[:300]
+            message = collapsed(err)[:300]
             raise ConfigError(
                 f"hydra.sweeper.storage={url}: cannot open the storage ({type(err).__name__}: {message})"
             ) from None
