@@ -74,3 +74,17 @@ def benchmark_search(session: nox.Session) -> None:
     _install(session)
     session.install("rl_zoo3", "pandas")  # the zoo writes its report with pandas
     session.run("python", "benchmarks/search_vs_zoo.py", *session.posargs)
+
+
+@nox.session(name="zoo_import")
+def zoo_import(session: nox.Session) -> None:
+    """Rewrites conf/env and conf/tuned from RL Zoo's YAML (the rl_zoo3 wheel the dev extra pins)."""
+    session.install("rl_zoo3==2.9.2", "pyyaml")
+    session.run("python", "tests/zoo_values.py")
+
+
+@nox.session(name="benchmark-families")
+def benchmark_families(session: nox.Session) -> None:
+    """One short run per env family with the zoo's values, against the random policy (learning evidence)."""
+    _install(session)  # (the dev extra has every env family but robotics)
+    session.run("python", "benchmarks/env_families.py", *session.posargs)

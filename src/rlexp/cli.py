@@ -22,6 +22,7 @@ from rlexp.commands.console import show_warnings_on_one_line
 from rlexp.commands.train import FULL_ERROR as _FULL_ERROR
 from rlexp.commands.train import USER_ERRORS, exit_with, register_hydra, train_job
 from rlexp.commands.zoo_flags import zoo_line
+from rlexp.config.env_routing import routed
 from rlexp.config.overrides import as_override, whole_numbers
 from rlexp.errors import Diverged, Interrupted, Refused, collapsed
 from rlexp.process_exit import exit_without_teardown
@@ -83,7 +84,9 @@ def main() -> None:
         scratch = _as_check(sys.argv[2:])
     elif len(sys.argv) > 1 and is_verb(sys.argv[1]):  # rlexp evaluate RUN ...: a command that reads runs
         run_verb(sys.argv[1:])
-    sys.argv[1:] = whole_numbers(sys.argv[1:])
+    sys.argv[1:], moved = routed(whole_numbers(sys.argv[1:]))
+    if moved is not None:
+        print(f"rlexp: {moved}", file=sys.stderr)
     try:
         _main()
     finally:

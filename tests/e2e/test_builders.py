@@ -38,7 +38,7 @@ def test_eval_env_uses_eval_kwargs_and_frozen_statistics(tmp_path):
 
 
 def test_atari_preset_stacks_and_transposes_frames(tmp_path):
-    cfg, _ = compose_cfg(["env=pong", "algo=ppo", "env.n_envs=1"])
+    cfg, _ = compose_cfg(["env=atari", "algo=ppo", "env.n_envs=1"])
     venv = build_vec_env(cfg.env, 0, tmp_path)
     assert venv.observation_space.shape == (4, 84, 84)  # channels first for the CNN
 
@@ -48,7 +48,7 @@ def test_atari_preset_stacks_and_transposes_frames(tmp_path):
     [
         (["algo=ppo"], "cpu"),  # MLP, on-policy: never the GPU
         (["algo=a2c"], "cpu"),
-        (["algo=ppo", "env=pong"], "auto"),  # CNN policy: the GPU if there is one
+        (["algo=ppo", "env=atari"], "auto"),  # CNN policy: the GPU if there is one
         (["algo=sac", "env=pendulum"], "auto"),
         (["algo=ppo", "device=cuda"], "cuda"),  # an explicit choice is kept
     ],

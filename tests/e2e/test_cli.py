@@ -116,7 +116,10 @@ BAD_INPUT = {
     "noise on a discrete env": (["action_noise.kind=normal"], "action_noise.kind=normal needs a continuous"),
     # the list: things that only SB3, torch or Gymnasium would have noticed
     "unknown device": (["device=tpu"], "device=tpu: not a device; choose auto, cpu, cuda, cuda:N or mps"),
-    "bad net_arch": (["+algo.policy_kwargs.net_arch=abc"], "algo.policy_kwargs: TypeError"),
+    "bad net_arch": (
+        ["+algo.policy_kwargs.net_arch=abc"],
+        "algo.policy_kwargs.net_arch='abc': takes a list of layer sizes",
+    ),
     "unknown policy kwarg": (["+algo.policy_kwargs.nosuch=1"], "unexpected keyword argument 'nosuch'"),
     "unknown env kwarg": (["+env.kwargs.nosuch=1"], "env.kwargs.nosuch: CartPole-v1 cannot be made"),
     "negative frame stack": (["env.frame_stack=-1"], "env.frame_stack=-1: must be >= 0"),

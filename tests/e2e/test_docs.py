@@ -29,13 +29,15 @@ from typing import Callable
 import pytest
 from conftest import FAST
 
+from rlexp.commands import VERBS as COMMAND_VERBS
+
 ROOT = Path(__file__).parents[2]
 DOCS = ROOT / "docs"
 MARK = re.compile(r"<!--\s*runnable(?P<slow>\s+slow)?\s*-->")
 FILE_MARK = re.compile(r"<!--\s*file\s+(?P<path>\S+)\s*-->")
 # HTML comments the docs may hold outside code blocks: the marks above, and benchmarks.md's table anchor
 OTHER_COMMENTS = ("<!-- speed table -->",)
-VERBS = {"check", "evaluate", "video", "plot", "report", "export"}
+VERBS = set(COMMAND_VERBS)  # (rlexp.commands: check, evaluate, ..., list)
 NO_TRAINING = {"--cfg", "-c", "--help", "-h", "--info", "-i", "--hydra-help", "--version", "--shell-completion"}
 GROUPS = {p.name for p in (ROOT / "conf").iterdir() if p.is_dir() and not p.name.startswith("_")}
 RUN_PLACEHOLDER = re.compile(r"outputs/([^/\s]+)/<run>")

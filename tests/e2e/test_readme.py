@@ -97,3 +97,13 @@ def test_error_example_prints_what_readme_shows(command, output, tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip() == output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_environments_table_counts_the_shipped_tuned_pairs():
+    from collections import Counter
+
+    from rlexp.config.tuned import tuned_pairs
+
+    rows = [line.split("|")[1:-1] for line in _section("Environments").splitlines() if line.startswith("| ")]
+    table = {cells[0].strip(): int(cells[2]) for cells in rows[1:]}
+    assert table == dict(Counter(p.family for p in tuned_pairs()))

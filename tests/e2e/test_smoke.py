@@ -41,7 +41,7 @@ def test_algorithm_trains(algo, tmp_path):
         pytest.param("ppo", "lunarlander", [], marks=pytest.mark.slow),
         ("td3", "bipedalwalker", ["algo.learning_starts=64"]),
         ("sac", "halfcheetah", ["algo.learning_starts=64"]),
-        ("ppo", "pong", ["env.n_envs=2", "algo.n_steps=64", "algo.batch_size=64", "env.max_episode_steps=300"]),
+        ("ppo", "atari", ["env.n_envs=2", "algo.n_steps=64", "algo.batch_size=64", "env.max_episode_steps=300"]),
     ],
 )
 def test_env_presets_train(algo, env, extra, tmp_path):

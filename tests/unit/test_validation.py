@@ -103,9 +103,57 @@ def test_the_tuned_line_names_the_env_id_trained():
 
     from rlexp.config.tuned import tuned_note
 
-    cfg = OmegaConf.create({"tuned_file": None, "tuned_env_id": None, "env": {"id": "Hopper-v5"}})
+    cfg = OmegaConf.create(
+        {
+            "tuned_file": None,
+            "tuned_env_id": None,
+            "tuned_source": None,
+            "tuned_departures": [],
+            "env": {"id": "Hopper-v5"},
+        }
+    )
     note = tuned_note(cfg, {"algo": "sac", "env": "cartpole", "tuned": "sac_cartpole"})
-    assert note == "tuned hyperparameters: none for sac x cartpole with env.id=Hopper-v5; the algorithm's defaults"
+    assert note.startswith("no tuned values for sac on Hopper-v5: SB3 defaults")
     assert tuned_note(cfg, {"algo": "sac", "env": "cartpole", "tuned": None}).startswith("tuned hyperparameters: off")
-    cfg.tuned_file, cfg.tuned_env_id = "sac_hopper", "Hopper-v5"
-    assert tuned_note(cfg, {}) == "tuned hyperparameters: tuned/sac_hopper.yaml (for Hopper-v5)"
+    cfg.tuned_file, cfg.tuned_env_id, cfg.env.id = "sac_hopper", "Hopper-v5", "Hopper-v4"
+    cfg.tuned_source = "rl-zoo3 2.9.2 sac.yml Hopper-v4"
+    assert (
+        tuned_note(cfg, {})
+        == "tuned hyperparameters: tuned/sac_hopper.yaml (rl-zoo3 2.9.2 sac.yml Hopper-v4) on Hopper-v4"
+    )
+    cfg.tuned_departures = ["env.n_envs"]
+    assert "rlexp departs in env.n_envs" in tuned_note(cfg, {})
+
+
+def test_a_tuned_file_applies_to_its_id_the_presets_aliases_and_its_family():
+    from omegaconf import OmegaConf
+
+    from rlexp.config.validation import tuned_for
+
+    def cfg(tuned_env_id: str, env_id: str, family: str | None = None, aliases: list[str] | None = None):
+        env = {"id": env_id, "family": family, "aliases": aliases or []}
+        return OmegaConf.create({"tuned_env_id": tuned_env_id, "env": env})
+
+    assert tuned_for(cfg("Hopper-v5", "Hopper-v5"))
+    assert tuned_for(cfg("Hopper-v5", "Hopper-v4", "mujoco", ["Hopper-v4"]))
+    assert not tuned_for(cfg("Hopper-v5", "Walker2d-v5", "mujoco", ["Hopper-v4"]))
+    assert tuned_for(cfg("atari", "ALE/Breakout-v5", "atari"))
+    assert not tuned_for(cfg("atari", "CartPole-v1"))
+
+
+def test_env_id_picks_the_preset_of_that_id():
+    from rlexp.config.env_routing import routed
+
+    assert routed(["algo=sac", "env.id=Hopper-v4"]) == (["algo=sac", "env.id=Hopper-v4", "env=hopper"], None)
+    assert routed(["env.id=Hopper-v5"])[0] == ["env.id=Hopper-v5", "env=hopper"]
+    overrides, line = routed(["env.id=Reacher-v2"])
+    assert overrides == ["env.id=Reacher-v5", "env=reacher"] and "training Reacher-v5" in line
+    assert routed(["env.id=PandaPush-v1"])[0] == ["env.id=PandaPush-v3", "env=pandapush"]
+    assert routed(["env.id=BreakoutNoFrameskip-v4"])[0][-1] == "env=atari"
+    assert routed(["env.id=ALE/Breakout-v5"])[0][-1] == "env=atari"
+    assert routed(["env.id=MiniGrid-Empty-8x8-v0"])[0][-1] == "env=minigrid"
+    assert routed(["env.id=MiniGrid-DoorKey-5x5-v0"])[0][-1] == "env=minigrid_doorkey_5x5"
+    # a preset given by hand, an id rlexp has no preset for, and a sweep over ids are left as they are
+    assert routed(["env=cartpole", "env.id=Hopper-v5"]) == (["env=cartpole", "env.id=Hopper-v5"], None)
+    assert routed(["env.id=Taxi-v3"]) == (["env.id=Taxi-v3"], None)
+    assert routed(["env.id=Hopper-v5,Walker2d-v5"]) == (["env.id=Hopper-v5,Walker2d-v5"], None)

@@ -52,7 +52,10 @@ def checked_overrides(overrides: Sequence[str]) -> list[str]:
 
     if isinstance(overrides, str) or not all(isinstance(o, str) for o in overrides):
         raise ConfigError(f"overrides: expected a list of 'key=value' strings, got {overrides!r}")
-    return whole_numbers(list(overrides))
+    from rlexp.config.env_routing import routed
+
+    # (an id Gymnasium no longer builds is replaced; the start line says which env is trained)
+    return routed(whole_numbers(list(overrides)))[0]
 
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:

@@ -30,6 +30,7 @@ from stable_baselines3.common.vec_env import (
     VecTransposeImage,
 )
 
+from rlexp.config.env_families import missing_extra, register_family
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import FiniteEnv
@@ -44,6 +45,7 @@ def resolve_spec(env_id: str) -> EnvSpec:
     Fails with Gymnasium's own "did you mean" suggestion for a misspelt id.
     """
     if ":" not in env_id:
+        register_family(env_id)  # ale-py's, minigrid's... ids, registered when used
         try:
             return gym.spec(env_id)
         except gym.error.Error as err:
@@ -113,6 +115,9 @@ def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
     except ConfigError:
         raise
     except Exception as err:
+        missing = missing_extra(env_cfg.id.split(":", 1)[-1], err)
+        if missing is not None:
+            raise ConfigError(missing) from None
         found = re.search(r"unexpected keyword argument '(\w+)'", str(err))
         if found and found.group(1) == "max_episode_steps":
             key = "env.max_episode_steps"

@@ -227,6 +227,20 @@ def trained_agent_stats(cfg: DictConfig) -> Path | None:
     return stats if stats.is_file() else None
 
 
+def observation_warnings(cfg: DictConfig, env: VecEnv) -> list[str]:
+    """An MLP policy on image observations: a run that can start but rarely learns (raw pixels flattened)."""
+    from stable_baselines3.common.preprocessing import is_image_space
+
+    policy = str(cfg.algo.policy)
+    if policy.startswith("Mlp") and is_image_space(env.observation_space, check_channels=False):
+        shape = "x".join(str(n) for n in env.observation_space.shape)  # type: ignore[union-attr]
+        return [
+            f"algo.policy={policy} on image observations ({shape}) of {cfg.env.id}: an MLP on raw pixels rarely "
+            f"learns; algo.policy={policy.replace('Mlp', 'Cnn')} fits images"
+        ]
+    return []
+
+
 def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
     """The agent to continue: there, of this algorithm, made for the env's spaces, with matching
     normalization. Returns warnings (an off-policy agent without its replay buffer)."""

@@ -21,6 +21,7 @@ VERBS = {
     "plot": "draw the learning curves of runs on one figure",
     "report": "compare groups of runs over seeds: IQM, bootstrap CIs, tests, curves, tables",
     "export": "export an agent to ONNX and TorchScript, normalization inside, parity-checked",
+    "list": "list the tuned (algorithm, env) pairs: env ids, families, budgets, sources",
 }
 
 

@@ -191,6 +191,13 @@ class VecEnvKind(str, Enum):
 class EnvConfig:
     # Gymnasium id ("CartPole-v1", "ale_py:PongNoFrameskip-v4") or entry point "module:Class"
     id: str = MISSING
+    # the env's family (classic, box2d, mujoco, atari, minigrid, robotics, panda, highway, bullet): which extra
+    # installs it, and which preprocessing an id of it gets (rlexp.config.env_families)
+    family: Optional[str] = None
+    # ids RL Zoo tunes this env under that train as given with this preset's tuned values (Hopper-v4)
+    aliases: List[str] = field(default_factory=list)
+    # ids no longer built (mujoco-py's v2/v3, renamed ids): env.id=<one> trains this preset's id, and says so
+    replaces: List[str] = field(default_factory=list)
     n_envs: int = 1
     vec_env: VecEnvKind = VecEnvKind.dummy
     normalize: bool = False
@@ -364,6 +371,10 @@ class ExperimentConfig:
     # set by tuned/*.yaml when one applies: its name and the env id it was tuned for
     tuned_file: Optional[str] = None
     tuned_env_id: Optional[str] = None
+    # where the tuned values come from ("rl-zoo3 2.9.2 sac.yml Hopper-v4") and the keys where rlexp departs
+    # from that source (the reason and its measurement are in the tuned file's comment)
+    tuned_source: Optional[str] = None
+    tuned_departures: List[str] = field(default_factory=list)
     n_timesteps: int = 100_000
     seed: int = 0
     # auto: the GPU if there is one, except for MLP policies of on-policy algorithms (faster on CPU)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
@@ -50,10 +52,55 @@ def check_tuned(choices: dict[str, Any], overrides: list[str]) -> None:
 def tuned_note(cfg: DictConfig, choices: dict[str, Any]) -> str:
     """Which tuned file applies, in one line, for the start of a run."""
     if cfg.tuned_file:
-        return f"tuned hyperparameters: tuned/{cfg.tuned_file}.yaml (for {cfg.tuned_env_id})"
+        source = cfg.tuned_source or f"for {cfg.tuned_env_id}"
+        departures = f"; rlexp departs in {', '.join(cfg.tuned_departures)}" if cfg.tuned_departures else ""
+        return f"tuned hyperparameters: tuned/{cfg.tuned_file}.yaml ({source}{departures}) on {cfg.env.id}"
     if choices.get("tuned") is None:
         return "tuned hyperparameters: off (~tuned); the algorithm's defaults"
     # (the env id trained, not only the preset's name: env=cartpole env.id=Hopper-v5 trains Hopper)
-    env = choices.get("env")
-    trained = f"env.id={cfg.env.id}" if env is None else f"{env} with env.id={cfg.env.id}"
-    return f"tuned hyperparameters: none for {choices.get('algo')} x {trained}; the algorithm's defaults"
+    return f"no tuned values for {choices.get('algo')} on {cfg.env.id}: SB3 defaults (rlexp list shows the tuned pairs)"
+
+
+@dataclass(frozen=True)
+class TunedPair:
+    """One shipped tuned file, as `rlexp list` shows it."""
+
+    file: str
+    algo: str
+    env: str  # the env preset
+    env_id: str  # the id the preset builds ("atari": any game)
+    family: str
+    source: str
+    departures: tuple[str, ...]
+    n_timesteps: int
+
+
+def tuned_pairs() -> list[TunedPair]:
+    """Every shipped tuned file (conf/tuned/<algo>_<env>.yaml), read as YAML: nothing is composed."""
+    conf = files("rlexp.conf")
+    algos = sorted((p.name.removesuffix(".yaml") for p in (conf / "algo").iterdir()), key=len, reverse=True)
+    families: dict[str, str] = {}
+    pairs = []
+    for path in sorted((conf / "tuned").iterdir(), key=lambda p: p.name):
+        if not path.name.endswith(".yaml"):
+            continue
+        stem = path.name.removesuffix(".yaml")
+        algo = next(a for a in algos if stem.startswith(f"{a}_"))
+        env = stem[len(algo) + 1 :]
+        if env not in families:
+            preset = yaml.safe_load((conf / "env" / f"{env}.yaml").read_text()) or {}
+            families[env] = preset.get("family") or ""
+        data = yaml.safe_load(path.read_text()) or {}
+        pairs.append(
+            TunedPair(
+                stem,
+                algo,
+                env,
+                str(data.get("tuned_env_id")),
+                families[env],
+                str(data.get("tuned_source") or ""),
+                tuple(data.get("tuned_departures") or ()),
+                int(data.get("n_timesteps", 0)),
+            )
+        )
+    return pairs

@@ -78,6 +78,28 @@ def check_ranges(cfg: DictConfig) -> None:
         raise ConfigError(f"callbacks.eval.n_evaluations={n_evaluations}: must be <= n_timesteps={cfg.n_timesteps}")
 
 
+def _layer_sizes(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value)
+
+
+def check_policy_kwargs(cfg: DictConfig) -> None:
+    """algo.policy_kwargs.net_arch as SB3 takes it (torch would only say "empty(): argument 'size'...")."""
+    net_arch = OmegaConf.select(cfg, "algo.policy_kwargs.net_arch", default=None)
+    if net_arch is None:
+        return
+    value = OmegaConf.to_container(net_arch) if OmegaConf.is_config(net_arch) else net_arch
+    ok = _layer_sizes(value) or (
+        isinstance(value, dict)
+        and bool(value)
+        and all(k in ("pi", "vf", "qf") and _layer_sizes(v) for k, v in value.items())
+    )
+    if not ok:
+        raise ConfigError(
+            f"algo.policy_kwargs.net_arch={value!r}: takes a list of layer sizes ([64, 64]) or one per network "
+            "({pi: [64, 64], vf: [64, 64]}; pi, vf or qf)"
+        )
+
+
 def did_you_mean(key: str, known: list[str]) -> str:
     """' (did you mean n_timesteps?)' for a misspelt key, '' when nothing is close."""
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
@@ -108,6 +130,15 @@ def job_config(config: DictConfig) -> DictConfig:
     return cfg
 
 
+def tuned_for(cfg: DictConfig) -> bool:
+    """Whether the tuned file applies to the env trained: its own id, an id the preset answers to (RL Zoo's
+    Hopper-v4 for Hopper-v5), or any game of a family tuned as one (Atari)."""
+    env = cfg.env
+    if cfg.tuned_env_id == env.id or (env.family is not None and cfg.tuned_env_id == env.family):
+        return True
+    return env.id in (OmegaConf.select(cfg, "env.aliases", default=None) or [])
+
+
 def config_warnings(cfg: DictConfig) -> list[str]:
     """What a config that is valid may still get wrong: warned about at the start of the run, and recorded."""
     found = []
@@ -117,7 +148,7 @@ def config_warnings(cfg: DictConfig) -> list[str]:
             f"algo.learning_starts={starts} >= n_timesteps={cfg.n_timesteps}: the agent only collects "
             "random transitions and never trains"
         )
-    if cfg.tuned_file and cfg.tuned_env_id != cfg.env.id:
+    if cfg.tuned_file and not tuned_for(cfg):
         found.append(
             f"tuned/{cfg.tuned_file}.yaml was tuned for {cfg.tuned_env_id}, not env.id={cfg.env.id}; "
             "add ~tuned to train with the algorithm's defaults"

@@ -24,7 +24,13 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from rlexp.config.tuned import check_tuned
-from rlexp.config.validation import check_ranges, config_warnings, job_config, reject_unknown_keys
+from rlexp.config.validation import (
+    check_policy_kwargs,
+    check_ranges,
+    config_warnings,
+    job_config,
+    reject_unknown_keys,
+)
 from rlexp.errors import ConfigError, Refused, one_line_error
 from rlexp.rundir import lock
 from rlexp.rundir.contract import LOCK_FILE
@@ -71,6 +77,7 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
     _check_stop(cfg)
     check_tuned(choices, overrides)
     check_ranges(cfg)
+    check_policy_kwargs(cfg)
     if is_sbx(cfg):  # (what needs sbx's classes is checked where the job runs)
         check_sbx_device(cfg)
         check_sbx_schedule(cfg, algo_target(cfg))
@@ -83,7 +90,7 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
     ``resuming``: the run continues in its run dir (Gymnasium's env checker ran when it started)."""
     # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
     from rlexp.build.envs import check_env, probe_env, spec_threshold
-    from rlexp.build.model import build_model, check_trained_agent
+    from rlexp.build.model import build_model, check_trained_agent, observation_warnings
     from rlexp.monitor.solved import stop_threshold
 
     check_static(cfg, choices, overrides)
@@ -95,6 +102,7 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
     try:
         build_model(cfg, probe, probe=True)
         found = check_trained_agent(cfg, probe) if cfg.trained_agent is not None else []
+        found += observation_warnings(cfg, probe)
     finally:
         probe.close()
     return found + config_warnings(cfg)

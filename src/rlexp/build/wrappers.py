@@ -1,0 +1,36 @@
+"""Env wrappers that tuned configs name and no library ships in the same form."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+
+
+class ResizeObservation(gym.wrappers.ResizeObservation):
+    """Gymnasium's ResizeObservation with the shape as a config writes it (a list; Gymnasium takes a tuple)."""
+
+    def __init__(self, env: gym.Env, shape: Sequence[int]) -> None:
+        super().__init__(env, (int(shape[0]), int(shape[1])))
+
+
+class FrameSkip(gym.Wrapper):
+    """Repeats each action ``skip`` times, summing the rewards and returning the last observation (RL Zoo's
+    FrameSkip; unlike gymnasium's MaxAndSkipObservation it does not max-pool frames, which CarRacing's values
+    were tuned without). Stops early when an episode ends within the skipped steps."""
+
+    def __init__(self, env: gym.Env, skip: int = 4) -> None:
+        super().__init__(env)
+        if skip < 1:
+            raise ValueError(f"skip must be >= 1, got {skip}")
+        self.skip = skip
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        total = 0.0
+        for _ in range(self.skip):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            total += float(reward)
+            if terminated or truncated:
+                break
+        return obs, total, terminated, truncated, info

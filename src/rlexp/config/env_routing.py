@@ -1,0 +1,77 @@
+"""``env.id=<id>`` picks the env preset of that id, so that an RL Zoo id brings the zoo's tuned values and
+the env's preprocessing: ``rlexp algo=sac env.id=Hopper-v4`` composes as ``env=hopper env.id=Hopper-v4``,
+``env.id=BreakoutNoFrameskip-v4`` as ``env=atari env.id=BreakoutNoFrameskip-v4``. Hydra's defaults list
+chooses the tuned file by group choice (``tuned/<algo>_<env>``), so the choice is made on the overrides,
+before composition."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib.resources import files
+
+import yaml
+
+from rlexp.config.overrides import as_override
+
+# families whose ids all share one preset (any Atari game), and those whose preset serves an id without its own
+FAMILY_PRESETS = {"atari": "atari", "minigrid": "minigrid"}
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    env_id: str  # the id it builds
+    how: str  # "own", "alias" (trains the id given) or "replaced" (trains env_id instead)
+
+
+@functools.cache
+def preset_index() -> dict[str, Preset]:
+    """Every id a shipped env preset answers to."""
+    index: dict[str, Preset] = {}
+    for path in sorted((files("rlexp.conf") / "env").iterdir(), key=lambda p: p.name):
+        if not path.name.endswith(".yaml"):
+            continue
+        name = path.name.removesuffix(".yaml")
+        body = yaml.safe_load(path.read_text()) or {}
+        env_id = body.get("id")
+        if not isinstance(env_id, str) or name in FAMILY_PRESETS.values():
+            continue
+        index.setdefault(env_id, Preset(name, env_id, "own"))
+        for alias in body.get("aliases") or ():
+            index[alias] = Preset(name, env_id, "alias")
+        for old in body.get("replaces") or ():
+            index[old] = Preset(name, env_id, "replaced")
+    return index
+
+
+def _value(override: str) -> str:
+    return override.split("=", 1)[1].strip().strip("'\"")
+
+
+def routed(overrides: list[str]) -> tuple[list[str], str | None]:
+    """The overrides with the env preset that ``env.id=`` asks for (when no ``env=`` is given), and a line
+    saying what changed where the id itself is replaced (None otherwise)."""
+    if any(o.split("=", 1)[0].lstrip("+") == "env" for o in overrides):
+        return overrides, None  # a preset chosen by hand stays
+    positions = [i for i, o in enumerate(overrides) if o.split("=", 1)[0] == "env.id"]
+    if not positions:
+        return overrides, None
+    env_id = _value(overrides[positions[-1]])
+    if "," in env_id or env_id.startswith(("choice(", "range(", "glob(")):
+        return overrides, None  # a sweep over ids: each job keeps the preset given
+    preset = preset_index().get(env_id)
+    if preset is None:
+        from rlexp.config.env_families import family_of
+
+        family = family_of(env_id.split(":", 1)[-1])
+        name = FAMILY_PRESETS.get(family.name) if family is not None else None
+        return (overrides, None) if name is None else ([*overrides, f"env={name}"], None)
+    out = [*overrides, f"env={preset.name}"]
+    if preset.how != "replaced":
+        return out, None
+    out[positions[-1]] = as_override("env.id", preset.env_id)
+    return out, (
+        f"env.id={env_id} (RL Zoo's id) is no longer built with Gymnasium 1.4 and its packages: training "
+        f"{preset.env_id} with the same tuned values (env={preset.name})"
+    )
