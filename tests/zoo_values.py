@@ -70,6 +70,8 @@ class Env:
     aliases: tuple[str, ...] = ()  # ids that build as asked, with the preset's values
     replaces: tuple[str, ...] = ()  # ids no longer built (mujoco-py, renamed): the preset's id is built
     kwargs: dict[str, Any] = field(default_factory=dict)
+    # what callbacks.stop=solved reaches where the Gymnasium spec has no reward_threshold
+    reward_threshold: float | None = None
 
 
 def _mujoco(name: str, preset: str, title: str, zoo_version: str) -> Env:
@@ -92,7 +94,13 @@ ENVS: dict[str, Env] = {
     "MountainCarContinuous-v0": Env(
         "mountaincar_continuous", "MountainCarContinuous-v0", "classic", "the continuous-action mountain car"
     ),
-    "Pendulum-v1": Env("pendulum", "Pendulum-v1", "classic", "swing a pendulum up (continuous)"),
+    "Pendulum-v1": Env(
+        "pendulum",
+        "Pendulum-v1",
+        "classic",
+        "swing up and hold a pendulum (continuous, -200 is good)",
+        reward_threshold=-200,
+    ),
     "LunarLander-v3": Env("lunarlander", "LunarLander-v3", "box2d", "land on the pad (discrete, solved at 200)"),
     "LunarLanderContinuous-v3": Env(
         "lunarlander_continuous",
@@ -401,6 +409,9 @@ def preset_text(env: Env) -> str:
         body["kwargs"] = kwargs
     if env.family in FAMILY_WRAPPERS:
         body["wrappers"] = FAMILY_WRAPPERS[env.family]
+    if env.reward_threshold is not None:
+        lines.append(f"# reward_threshold: what callbacks.stop=solved reaches ({env.built}'s spec has none)\n")
+        body["reward_threshold"] = env.reward_threshold
     return _dump("".join(lines), body)
 
 

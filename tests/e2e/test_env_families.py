@@ -176,3 +176,24 @@ def test_rlexp_list_shows_the_tuned_pairs(tmp_path: Path) -> None:
     assert "dqn            cartpole" in everything and "departs: env.n_envs, algo.train_freq" in everything
     bad = rlexp_cli(["list", "--family", "mujocoo"], tmp_path)
     assert bad.returncode == 1 and "did you mean mujoco?" in bad.stderr
+
+
+def _fetch_runs() -> bool:
+    from importlib.metadata import version
+
+    major, minor = (int(p) for p in version("mujoco").split(".")[:2])
+    return (major, minor) < (3, 11)
+
+
+@pytest.mark.skipif(not _installed("gymnasium_robotics"), reason="needs rlexp[robotics]")
+def test_fetch_trains_with_her_or_says_in_one_line_which_mujoco_it_needs(tmp_path: Path) -> None:
+    args = ["algo=tqc", "env.id=FetchReach-v1", "n_timesteps=150", "algo.learning_starts=100", "algo.batch_size=32"]
+    if _fetch_runs():
+        summary, stderr = _trained(args, tmp_path)
+        assert summary["tuned_file"] == "tqc_fetchreach" and "training FetchReach-v4" in stderr
+        return
+    run = tmp_path / "never"
+    result = rlexp_cli([*args, *QUICK, f"hydra.run.dir={run}"], tmp_path)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("rlexp: error")]
+    assert result.returncode == 1 and len(errors) == 1 and "they run with mujoco < 3.11" in errors[0], result.stderr
+    assert not run.exists()
