@@ -75,10 +75,10 @@ class Env:
 
 
 def _mujoco(name: str, preset: str, title: str, zoo_version: str) -> Env:
-    versions = ("v2", "v3", "v4") if zoo_version == "v4" else ("v2", "v3")
-    aliases = tuple(f"{name}-{v}" for v in versions if v == "v4")
-    replaces = tuple(f"{name}-{v}" for v in versions if v != "v4")
-    return Env(preset, f"{name}-v5", "mujoco", title, aliases, replaces)
+    # the zoo's -v4 trains as given; -v2/-v3 need mujoco-py (HumanoidStandup has no v3)
+    replaces = ("v2",) if name == "HumanoidStandup" else ("v2", "v3")
+    del zoo_version
+    return Env(preset, f"{name}-v5", "mujoco", title, (f"{name}-v4",), tuple(f"{name}-{v}" for v in replaces))
 
 
 def _minigrid(zoo_id: str, title: str) -> Env:
@@ -200,6 +200,8 @@ ENVS: dict[str, Env] = {
     ),
     "atari": Env("atari", "PongNoFrameskip-v4", "atari", "any Atari 2600 game of the ALE (Pong unless env.id says)"),
 }
+# the zoo tunes HumanoidStandup under both ids, each algorithm under one of them: one preset
+ENVS["HumanoidStandup-v2"] = ENVS["HumanoidStandup-v4"]
 # presets of a family for any of its ids, beyond those the zoo tunes (no tuned files)
 FAMILY_ONLY = (Env("minigrid", "MiniGrid-Empty-5x5-v0", "minigrid", "any MiniGrid env (Empty-5x5 unless env.id says)"),)
 # the zoo's ids (or entries) rlexp does not cover, and why
@@ -213,7 +215,6 @@ NOT_COVERED = {
     "LunarLanderContinuousNoVel-v2": "the zoo's own env (rl_zoo3.import_envs)",
     "CarRacing-v0": "its values need the zoo's autoencoder (ae.wrapper, a file under logs/), not on PyPI",
     "sac:CarRacing-v3": "its values need the zoo's autoencoder (ae.wrapper, a file under logs/), not on PyPI",
-    "HumanoidStandup-v2": "the zoo tunes HumanoidStandup-v4 too; its v4 entry is the one rlexp ships",
     "MinitaurBulletEnv-v0": "pybullet_envs_gymnasium 0.6 has no Minitaur envs",
     "MinitaurBulletDuckEnv-v0": "pybullet_envs_gymnasium 0.6 has no Minitaur envs",
     "A1Walking-v0": "a robot env of the zoo's authors, not on PyPI",
@@ -483,7 +484,7 @@ def write() -> None:
     for path in (conf / "tuned").glob("*.yaml"):  # every tuned file is generated
         path.unlink()
     zoo_files = {v: k for k, v in ALGOS.items()}
-    for env in (*ENVS.values(), *FAMILY_ONLY):
+    for env in {e.preset: e for e in (*ENVS.values(), *FAMILY_ONLY)}.values():
         (conf / "env" / f"{env.preset}.yaml").write_text(preset_text(env))
     for (algo, env_id), values in sorted(pairs.items()):
         text = tuned_text(algo, zoo_files[algo], env_id, values)

@@ -143,6 +143,7 @@ def test_bad_env_input_is_one_line_and_makes_no_run_dir(tmp_path: Path) -> None:
         ("algo=sac", "env.id=ALE/Breakout-v5"): "SAC cannot act in env.id=ALE/Breakout-v5",
         ("+algo.policy_kwargs.net_arch=abc",): "algo.policy_kwargs.net_arch='abc': takes a list of layer sizes",
         ("env=hopper", "env.id=Reacher-v2"): "needs mujoco-py",
+        ("env=atari", "env.id=CartPole-v1"): "the atari preset takes an Atari game id",
     }
     for args, message in cases.items():
         run = tmp_path / "never"

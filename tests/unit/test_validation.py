@@ -157,3 +157,7 @@ def test_env_id_picks_the_preset_of_that_id():
     assert routed(["env=cartpole", "env.id=Hopper-v5"]) == (["env=cartpole", "env.id=Hopper-v5"], None)
     assert routed(["env.id=Taxi-v3"]) == (["env.id=Taxi-v3"], None)
     assert routed(["env.id=Hopper-v5,Walker2d-v5"]) == (["env.id=Hopper-v5,Walker2d-v5"], None)
+    assert routed(["+env.id=Reacher-v4"])[0][-1] == "env=reacher"  # (every MuJoCo -v4 id is an alias)
+    assert routed(["env.id=HumanoidStandup-v2"])[0] == ["env.id=HumanoidStandup-v5", "env=humanoidstandup"]
+    # a user's module:Class is its own env, whatever its name looks like
+    assert routed(["env.id=my_pkg:FooNoFrameskip-v4"]) == (["env.id=my_pkg:FooNoFrameskip-v4"], None)

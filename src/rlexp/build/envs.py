@@ -115,7 +115,7 @@ def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
     except ConfigError:
         raise
     except Exception as err:
-        missing = missing_extra(env_cfg.id.split(":", 1)[-1], err)
+        missing = missing_extra(env_cfg.id, err)
         if missing is not None:
             raise ConfigError(missing) from None
         found = re.search(r"unexpected keyword argument '(\w+)'", str(err))

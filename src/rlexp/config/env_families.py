@@ -6,6 +6,7 @@ the id is used, and names the extra when its package is missing."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from dataclasses import dataclass
 
@@ -60,12 +61,22 @@ def _entry_point(env_id: str) -> str | None:
 
 
 def family_of(env_id: str) -> Family | None:
-    """The family of a registered id (by its entry point), or of one whose package has not registered it yet
-    (by its name)."""
-    entry_point = _entry_point(env_id)
+    """The family of a registered id (by its entry point), of ``module:Id`` (by the module), or of an id whose
+    package has not registered it yet (by its name; ale-py's ``Breakout-v4`` by asking ale-py)."""
+    module, _, name = env_id.rpartition(":")
+    entry_point = _entry_point(name)
     if entry_point is not None:
         return next((f for f in FAMILIES if entry_point.startswith(f.entry_point)), None)
-    return next((f for f in FAMILIES if f.ids is not None and f.ids.search(env_id)), None)
+    if module:  # a user's module: its own env, whatever its name looks like
+        return next((f for f in FAMILIES if f.module == module), None)
+    by_name = next((f for f in FAMILIES if f.ids is not None and f.ids.search(name)), None)
+    if by_name is None and re.fullmatch(r"\w+-v[04]", name) and importlib.util.find_spec("ale_py") is not None:
+        import gymnasium as gym
+
+        gym.register_envs(importlib.import_module("ale_py"))  # (ALE's v0/v4 ids: Breakout-v4)
+        entry_point = _entry_point(name)
+        return BY_NAME["atari"] if entry_point is not None and entry_point.startswith("ale_py") else None
+    return by_name
 
 
 def register_family(env_id: str) -> Family | None:
@@ -106,3 +117,21 @@ def missing_extra(env_id: str, err: BaseException) -> str | None:
     if type(err).__name__ == "DependencyNotInstalled" or isinstance(err, ImportError):
         return f"env.id={env_id}: a {family.name} env, and its simulator is not installed (pip install 'rlexp[{family.extra}]')"
     return None
+
+
+# families whose presets preprocess for the family (AtariWrapper, FlatObsWrapper): another env cannot take it
+PREPROCESSED = {"atari": "an Atari game id (ALE/<Game>-v5 or <Game>NoFrameskip-v4)", "minigrid": "a MiniGrid id"}
+
+
+def check_family(preset_family: str | None, env_id: str) -> None:
+    """``env=atari env.id=CartPole-v1``: refused in one line rather than by the wrapper's own error."""
+    if preset_family not in PREPROCESSED:
+        return
+    if ":" not in env_id:
+        register_family(env_id)
+    family = family_of(env_id)
+    if family is None or family.name != preset_family:
+        raise ConfigError(
+            f"env.id={env_id}: the {preset_family} preset takes {PREPROCESSED[preset_family]}; "
+            f"for {env_id}, leave env= out (env.id alone picks its preset)"
+        )

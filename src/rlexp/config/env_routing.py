@@ -54,7 +54,7 @@ def routed(overrides: list[str]) -> tuple[list[str], str | None]:
     saying what changed where the id itself is replaced (None otherwise)."""
     if any(o.split("=", 1)[0].lstrip("+") == "env" for o in overrides):
         return overrides, None  # a preset chosen by hand stays
-    positions = [i for i, o in enumerate(overrides) if o.split("=", 1)[0] == "env.id"]
+    positions = [i for i, o in enumerate(overrides) if o.split("=", 1)[0].lstrip("+") == "env.id"]
     if not positions:
         return overrides, None
     env_id = _value(overrides[positions[-1]])
@@ -64,7 +64,7 @@ def routed(overrides: list[str]) -> tuple[list[str], str | None]:
     if preset is None:
         from rlexp.config.env_families import family_of
 
-        family = family_of(env_id.split(":", 1)[-1])
+        family = family_of(env_id)
         name = FAMILY_PRESETS.get(family.name) if family is not None else None
         return (overrides, None) if name is None else ([*overrides, f"env={name}"], None)
     out = [*overrides, f"env={preset.name}"]

@@ -23,6 +23,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from rlexp.config.env_families import check_family
 from rlexp.config.tuned import check_tuned
 from rlexp.config.validation import (
     check_policy_kwargs,
@@ -94,6 +95,7 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
     from rlexp.monitor.solved import stop_threshold
 
     check_static(cfg, choices, overrides)
+    check_family(cfg.env.family, cfg.env.id)
     _check_extra_callbacks(cfg)
     stop_threshold(cfg, lambda: spec_threshold(cfg.env.id))  # (solved: the env's reward_threshold, in its spec)
     if cfg.env.check and not resuming:
