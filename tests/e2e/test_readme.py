@@ -104,6 +104,7 @@ def test_the_environments_table_counts_the_shipped_tuned_pairs():
 
     from rlexp.config.tuned import tuned_pairs
 
-    rows = [line.split("|")[1:-1] for line in _section("Environments").splitlines() if line.startswith("| ")]
-    table = {cells[0].strip(): int(cells[2]) for cells in rows[1:]}
+    lines = _section("Environments").split("| family |", 1)[1].split("\n\n", 1)[0].splitlines()
+    rows = [line.split("|")[1:-1] for line in lines[2:]]  # (after the header's rest and its |---| line)
+    table = {cells[0].strip(): int(cells[2]) for cells in rows}
     assert table == dict(Counter(p.family for p in tuned_pairs()))
