@@ -38,9 +38,9 @@ def main(args: argparse.Namespace) -> int:
     text = (args.env or "").lower()
     preset = None
     if args.env:  # an id rlexp routes to a preset (Hopper-v4, ALE/Breakout-v5) lists that preset's pairs
-        from rlexp.config.env_routing import routed
+        from rlexp.config.env_routing import preset_for
 
-        preset = next((o.split("=", 1)[1] for o in routed([f"env.id={args.env}"])[0] if o.startswith("env=")), None)
+        preset = preset_for(args.env)
     chosen = [
         p
         for p in pairs

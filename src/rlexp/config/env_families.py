@@ -94,8 +94,7 @@ def register_family(env_id: str) -> Family | None:
             f"env.id={env_id}: a {family.name} env, and {family.module} is not installed "
             f"(pip install 'rlexp[{family.extra}]'; {err})"
         ) from None
-    if hasattr(gym, "register_envs"):
-        gym.register_envs(module)
+    gym.register_envs(module)
     return family
 
 
@@ -114,7 +113,9 @@ def missing_extra(env_id: str, err: BaseException) -> str | None:
             f"env.id={env_id}: gymnasium-robotics' Fetch envs fail under mujoco {version('mujoco')} (a joint-type "
             "check); they run with mujoco < 3.11: pip install 'rlexp[robotics]'"
         )
-    if type(err).__name__ == "DependencyNotInstalled" or isinstance(err, ImportError):
+    from gymnasium.error import DependencyNotInstalled
+
+    if isinstance(err, (DependencyNotInstalled, ImportError)):
         return f"env.id={env_id}: a {family.name} env, and its simulator is not installed (pip install 'rlexp[{family.extra}]')"
     return None
 

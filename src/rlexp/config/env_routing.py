@@ -49,6 +49,17 @@ def _value(override: str) -> str:
     return override.split("=", 1)[1].strip().strip("'\"")
 
 
+def preset_for(env_id: str) -> str | None:
+    """The env preset ``env.id=<env_id>`` picks (None: no preset, the default one stays)."""
+    preset = preset_index().get(env_id)
+    if preset is not None:
+        return preset.name
+    from rlexp.config.env_families import family_of
+
+    family = family_of(env_id)
+    return None if family is None else FAMILY_PRESETS.get(family.name)
+
+
 def routed(overrides: list[str]) -> tuple[list[str], str | None]:
     """The overrides with the env preset that ``env.id=`` asks for (when no ``env=`` is given), and a line
     saying what changed where the id itself is replaced (None otherwise)."""
@@ -60,15 +71,12 @@ def routed(overrides: list[str]) -> tuple[list[str], str | None]:
     env_id = _value(overrides[positions[-1]])
     if "," in env_id or env_id.startswith(("choice(", "range(", "glob(")):
         return overrides, None  # a sweep over ids: each job keeps the preset given
+    name = preset_for(env_id)
+    if name is None:
+        return overrides, None
+    out = [*overrides, f"env={name}"]
     preset = preset_index().get(env_id)
-    if preset is None:
-        from rlexp.config.env_families import family_of
-
-        family = family_of(env_id)
-        name = FAMILY_PRESETS.get(family.name) if family is not None else None
-        return (overrides, None) if name is None else ([*overrides, f"env={name}"], None)
-    out = [*overrides, f"env={preset.name}"]
-    if preset.how != "replaced":
+    if preset is None or preset.how != "replaced":
         return out, None
     out[positions[-1]] = as_override("env.id", preset.env_id)
     return out, (

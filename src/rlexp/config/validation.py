@@ -136,7 +136,7 @@ def tuned_for(cfg: DictConfig) -> bool:
     env = cfg.env
     if cfg.tuned_env_id == env.id or (env.family is not None and cfg.tuned_env_id == env.family):
         return True
-    return env.id in (OmegaConf.select(cfg, "env.aliases", default=None) or [])
+    return env.id in env.get("aliases", [])
 
 
 def config_warnings(cfg: DictConfig) -> list[str]:
