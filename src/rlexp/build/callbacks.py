@@ -123,7 +123,8 @@ class RunEvalCallback(EvalCallback):
         except StopEvaluation:
             self.stopper.save(self.stopper.rollout_step)
             return False
-        written = Path(f"{self.log_path}.npz") if self.npz is not None else None
+        evaluated = self.eval_freq > 0 and self.n_calls % self.eval_freq == 0  # (as EvalCallback decides)
+        written = Path(f"{self.log_path}.npz") if evaluated and self.npz is not None else None
         if written is not None and written.is_file():
             replace_durably(written, self.npz)
         return keep_going

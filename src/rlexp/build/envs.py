@@ -35,8 +35,10 @@ from rlexp.errors import ConfigError, one_line_error
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import FiniteEnv
 from rlexp.rundir.contract import EVAL_EPISODES, TRAIN_EPISODES
+from rlexp.vecenvs.choice import envpool_options, resolved
+from rlexp.vecenvs.lean import LeanVecEnv
 
-VEC_ENV_CLASSES = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
+VEC_ENV_CLASSES = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv, "lean": LeanVecEnv}
 
 
 def resolve_spec(env_id: str) -> EnvSpec:
@@ -150,6 +152,9 @@ def probe_env(env_cfg: DictConfig, seed: int) -> VecEnv:
     normalization, frame stack), each failure named by its config key; writes no file. For the front door."""
     if env_cfg.eval_kwargs:
         _made(env_cfg, for_eval=True).close()
+    if resolved(env_cfg) == "envpool":  # its own spaces (Atari: its own frame stack)
+        envpool_options(env_cfg, env_kwargs(env_cfg, for_eval=True))
+        return _Widened(build_vec_env(env_cfg, seed, None, n_envs=1), env_cfg.n_envs)
     env = one_env(env_cfg, for_eval=False)
     try:
         env.reset(seed=seed)
@@ -217,8 +222,8 @@ def build_vec_env(
 
     ``monitor_dir`` None: Monitor writes no file (commands that read a run). ``append``: the monitor files
     of a resumed run grow instead of starting over (when each env has one: a file without SB3's header line
-    would be unreadable). ``n_envs``: default env.n_envs, 1 for eval. Eval envs run in this process
-    (DummyVecEnv, whatever env.vec_env says): an evaluation's envs step side by side in lockstep.
+    would be unreadable). ``n_envs``: default env.n_envs, 1 for eval. ``env.vec_env`` picks the vector env
+    (rlexp.vecenvs.choice); eval envs run in this process (subproc's are lean: the same results).
     ``check_finite``: NaN or inf in observations, rewards or actions raises Diverged (diagnostics.finite).
 
     The eval env uses but never updates the normalization statistics: they are synced from the
@@ -229,21 +234,45 @@ def build_vec_env(
     if monitor_dir is not None:
         monitor_dir.mkdir(parents=True, exist_ok=True)
         append = append and all((monitor_dir / f"{rank}.{Monitor.EXT}").is_file() for rank in range(n_envs))
-    make = make_env_fn(env_cfg, for_eval, render_mode)
-    vec_env_cls = DummyVecEnv if for_eval else VEC_ENV_CLASSES[env_cfg.vec_env.value]
-    subproc = vec_env_cls is SubprocVecEnv
-    venv = make_vec_env(
-        _IgnoringStopSignals(make) if subproc else make,
-        n_envs=n_envs,
-        seed=seed + EVAL_SEED_OFFSET if for_eval else seed,
-        monitor_dir=None if monitor_dir is None else str(monitor_dir),
-        monitor_kwargs={"override_existing": not append},
-        wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
-        vec_env_cls=vec_env_cls,
-    )
+    kind = resolved(env_cfg, for_eval, render=render_mode is not None)
+    env_seed = seed + EVAL_SEED_OFFSET if for_eval else seed
+    stacked = False
+    if kind in ("numpy", "envpool"):
+        venv, stacked = _vectorized(kind, env_cfg, n_envs, env_seed, monitor_dir, append, for_eval)
+    else:
+        make = make_env_fn(env_cfg, for_eval, render_mode)
+        subproc = kind == "subproc"
+        venv = make_vec_env(
+            _IgnoringStopSignals(make) if subproc else make,
+            n_envs=n_envs,
+            seed=env_seed,
+            monitor_dir=None if monitor_dir is None else str(monitor_dir),
+            monitor_kwargs={"override_existing": not append},
+            wrapper_class=functools.partial(_apply_wrappers, wrappers=wrappers) if wrappers else None,
+            vec_env_cls=VEC_ENV_CLASSES[kind],
+        )
     if check_finite and not isinstance(venv.action_space, gym.spaces.Dict):  # (SB3's check takes no Dict actions)
         venv = FiniteEnv(venv)  # under the normalization: the env's own values
-    return _vec_layers(venv, env_cfg, normalize_stats, for_eval)
+    return _vec_layers(venv, env_cfg, normalize_stats, for_eval, stacked)
+
+
+def _vectorized(
+    kind: str, env_cfg: DictConfig, n_envs: int, seed: int, monitor_dir: Path | None, append: bool, for_eval: bool
+) -> tuple[VecEnv, bool]:
+    """A vector env that steps all its envs at once (rlexp.vecenvs), and whether it stacks frames itself."""
+    kwargs = env_kwargs(env_cfg, for_eval)
+    if kind == "numpy":
+        from rlexp.vecenvs.numpy_cartpole import NumpyCartPoleVecEnv
+
+        steps = kwargs.pop("max_episode_steps", None)
+        venv: VecEnv = NumpyCartPoleVecEnv(env_cfg.id, n_envs, kwargs, steps, monitor_dir, not append)
+        venv.seed(seed)
+        return venv, False
+    from rlexp.vecenvs.envpool_env import EnvPoolVecEnv
+
+    task, options = envpool_options(env_cfg, kwargs)
+    atari = env_cfg.get("family") == "atari"
+    return EnvPoolVecEnv(task, options, n_envs, seed, atari, monitor_dir, not append), "stack_num" in options
 
 
 def build_eval_env(cfg: DictConfig, episodes: int, monitor_dir: Path | None, append: bool = False) -> VecEnv:
@@ -286,8 +315,11 @@ def spec_threshold(env_id: str) -> float | None:
     return resolve_spec(env_id).reward_threshold
 
 
-def _vec_layers(venv: VecEnv, env_cfg: DictConfig, normalize_stats: Path | None, for_eval: bool) -> VecEnv:
-    """Normalization, frame stack and channels-first images on top of the vector env."""
+def _vec_layers(
+    venv: VecEnv, env_cfg: DictConfig, normalize_stats: Path | None, for_eval: bool, stacked: bool = False
+) -> VecEnv:
+    """Normalization, frame stack (unless the vector env stacks its frames) and channels-first images on top
+    of the vector env."""
     if env_cfg.normalize:
         if normalize_stats is not None:
             venv = VecNormalize.load(str(normalize_stats), venv)
@@ -300,7 +332,7 @@ def _vec_layers(venv: VecEnv, env_cfg: DictConfig, normalize_stats: Path | None,
         if for_eval:
             venv.training = False
             venv.norm_reward = False
-    if env_cfg.frame_stack:
+    if env_cfg.frame_stack and not stacked:
         venv = VecFrameStack(venv, n_stack=env_cfg.frame_stack)
     if is_image_space(venv.observation_space) and not is_image_space_channels_first(
         venv.observation_space  # type: ignore[arg-type]

@@ -17,6 +17,15 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def job_cpus() -> int:
+    """The CPUs this job was given (hydra/launcher=local_parallel's share, SLURM's --cpus-per-task), else
+    the CPUs this process may run on: what a pool of worker threads (EnvPool's) may use."""
+    for var in (ENV_JOB_CPUS, "SLURM_CPUS_PER_TASK"):
+        if os.environ.get(var, "").isdigit() and int(os.environ[var]) > 0:
+            return int(os.environ[var])
+    return usable_cpus()
+
+
 def job_threads(torch_threads: int | None) -> int:
     """``torch_threads`` if set; else the CPUs this job was given (its share of the cores under
     hydra/launcher=local_parallel, which may itself run inside a SLURM allocation; SLURM's

@@ -183,8 +183,12 @@ ALGO_SCHEMAS: dict[str, type[AlgoConfig]] = {
 
 # ----------------------------------------------------------------------------------- envs
 class VecEnvKind(str, Enum):
-    dummy = "dummy"  # all envs in this process: fastest for cheap envs
-    subproc = "subproc"  # one process per env: for expensive envs (physics, emulators)
+    auto = "auto"  # numpy where it gives the same results as dummy, otherwise lean (rlexp.vecenvs.choice)
+    dummy = "dummy"  # SB3's DummyVecEnv: all envs in this process
+    lean = "lean"  # DummyVecEnv without its per-step copies: the same results, faster
+    subproc = "subproc"  # SB3's SubprocVecEnv, one process per env: for expensive envs (physics, emulators)
+    numpy = "numpy"  # gymnasium's NumPy-vectorized CartPole: all envs in one array operation
+    envpool = "envpool"  # EnvPool's C++ envs (classic control, Box2D, MuJoCo, Atari): pip install 'rlexp[envpool]'
 
 
 @dataclass
@@ -199,7 +203,7 @@ class EnvConfig:
     # ids no longer built (mujoco-py's v2/v3, renamed ids): env.id=<one> trains this preset's id, and says so
     replaces: List[str] = field(default_factory=list)
     n_envs: int = 1
-    vec_env: VecEnvKind = VecEnvKind.dummy
+    vec_env: VecEnvKind = VecEnvKind.auto
     normalize: bool = False
     # VecNormalize arguments, e.g. {norm_reward: false}
     normalize_kwargs: Dict[str, Any] = field(default_factory=dict)

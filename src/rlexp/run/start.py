@@ -18,6 +18,7 @@ from rlexp.run.record import RunRecord
 from rlexp.rundir.contract import write_config
 from rlexp.rundir.resume import ResumePoint
 from rlexp.rundir.state import resumable_run
+from rlexp.vecenvs.choice import vec_env_note
 
 log = logging.getLogger("rlexp.run.manager")  # (the run's own lines, under one name)
 
@@ -27,6 +28,7 @@ def start_run(
 ) -> tuple[RunRecord, ResumePoint | None]:
     """The run's record, new or of the run it continues (and where that stopped), written to the run dir."""
     log.info(tuned_note(cfg, choices))
+    log.info(vec_env_note(cfg.env))
     note = schedule_note(cfg)
     if note is not None:
         log.info(note)

@@ -1,0 +1,217 @@
+"""The vector envs behind env.vec_env keep SB3's semantics: step by step the same observations, rewards,
+dones, terminal observations, truncation flags and episode statistics as SB3's DummyVecEnv where the env
+is the same (lean, numpy), SB3's contract where EnvPool's random streams differ; whole runs, evaluations
+and refusals through the real `rlexp` command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import compose_cfg, rlexp_cli, stderr_lines
+
+from rlexp.build.envs import build_vec_env
+
+envpool = pytest.importorskip("envpool")
+
+
+def _venv(overrides: list[str], seed: int, tmp: Path | None = None) -> Any:
+    cfg, _ = compose_cfg(overrides)
+    return build_vec_env(cfg.env, seed, tmp)
+
+
+def _rollout(venv: Any, steps: int, seed: int = 0) -> list[tuple[Any, ...]]:
+    """Each step's (obs, rewards, dones, infos) under a fixed random action sequence."""
+    rng = np.random.default_rng(seed)
+    venv.action_space.seed(seed)
+    out = [(venv.reset(), None, None, None)]
+    for _ in range(steps):
+        if hasattr(venv.action_space, "n"):
+            actions = rng.integers(0, venv.action_space.n, venv.num_envs)
+        else:
+            low, high = venv.action_space.low, venv.action_space.high
+            actions = rng.uniform(low, high, (venv.num_envs, *venv.action_space.shape)).astype(np.float32)
+        out.append(venv.step(actions))
+    venv.close()
+    return out
+
+
+def _assert_same_steps(expected: list[tuple[Any, ...]], got: list[tuple[Any, ...]]) -> int:
+    """Identical observations, rewards, dones and the infos SB3 reads; returns the number of episodes."""
+    episodes = 0
+    for step, (want, have) in enumerate(zip(expected, got, strict=True)):
+        np.testing.assert_array_equal(want[0], have[0], err_msg=f"obs at step {step}")
+        if step == 0:
+            continue
+        np.testing.assert_array_equal(want[1], have[1], err_msg=f"rewards at step {step}")
+        np.testing.assert_array_equal(want[2], have[2], err_msg=f"dones at step {step}")
+        for i, (info, other) in enumerate(zip(want[3], have[3], strict=True)):
+            assert info["TimeLimit.truncated"] == other["TimeLimit.truncated"], (step, i)
+            assert ("terminal_observation" in info) == ("terminal_observation" in other) == bool(want[2][i])
+            if want[2][i]:
+                episodes += 1
+                np.testing.assert_array_equal(info["terminal_observation"], other["terminal_observation"])
+                assert info["episode"]["r"] == other["episode"]["r"] and info["episode"]["l"] == other["episode"]["l"]
+    return episodes
+
+
+@pytest.mark.parametrize(
+    ("env", "kind", "steps"),
+    [
+        # CartPole cut at 40 steps: terminations and truncations both
+        (["env=cartpole", "env.max_episode_steps=40"], "numpy", 3000),
+        (["env=cartpole", "env.max_episode_steps=40"], "lean", 3000),
+        (["env=pendulum"], "lean", 600),  # truncation only, continuous actions
+    ],
+)
+def test_a_backend_steps_exactly_as_dummy_vec_env(env: list[str], kind: str, steps: int) -> None:
+    base = ["algo=ppo", *env, "env.n_envs=4"]
+    expected = _rollout(_venv([*base, "env.vec_env=dummy"], seed=3), steps)
+    got = _rollout(_venv([*base, f"env.vec_env={kind}"], seed=3), steps)
+    episodes = _assert_same_steps(expected, got)
+    truncations = sum(info["TimeLimit.truncated"] for _, _, _, infos in expected[1:] for info in infos)
+    assert episodes > 4 and truncations > 0  # both kinds of episode end were compared
+
+
+def test_auto_is_numpy_for_cartpole_and_lean_otherwise() -> None:
+    from rlexp.vecenvs.choice import resolved
+
+    assert resolved(compose_cfg(["env=cartpole"])[0].env) == "numpy"
+    assert resolved(compose_cfg(["env=pendulum", "algo=sac"])[0].env) == "lean"
+    assert (
+        resolved(
+            compose_cfg(["env=cartpole", "+env.wrappers.t={_target_: gymnasium.wrappers.TimeAwareObservation}"])[0].env
+        )
+        == "lean"
+    )
+    assert resolved(compose_cfg(["env=cartpole", "env.vec_env=subproc"])[0].env, for_eval=True) == "lean"
+
+
+def test_envpool_keeps_sb3_s_contract_on_cartpole(tmp_path: Path) -> None:
+    """EnvPool's start states are its own; what SB3 reads of each step is SB3's: the reset observation on the
+    step an episode ends, the last one in terminal_observation, TimeLimit.truncated exactly at the time
+    limit, Monitor's episode statistics (and files), and env i seeded seed + i."""
+    steps = _rollout(_venv(["env=cartpole", "env.n_envs=4", "env.max_episode_steps=30", "env.vec_env=envpool"],
+                           seed=5, tmp=tmp_path), 2000)  # fmt: skip
+    lengths = np.zeros(4, dtype=int)
+    returns = np.zeros(4)
+    ends = 0
+    for obs, rewards, dones, infos in steps[1:]:
+        lengths += 1
+        returns += rewards
+        for i in np.flatnonzero(dones):
+            ends += 1
+            info = infos[i]
+            assert np.all(np.abs(obs[i]) <= 0.05)  # a fresh start state (CartPole's reset bounds)
+            assert not np.all(np.abs(info["terminal_observation"]) <= 0.05)
+            assert info["TimeLimit.truncated"] == (lengths[i] == 30)
+            assert info["episode"]["l"] == lengths[i] and info["episode"]["r"] == returns[i]
+            lengths[i], returns[i] = 0, 0.0
+        assert all("terminal_observation" not in infos[i] for i in np.flatnonzero(~dones))
+    assert ends > 50
+    rows = (tmp_path / "2.monitor.csv").read_text().splitlines()
+    assert rows[1] == "r,l,t" and len(rows) > 10  # SB3's monitor format, one file per env
+    # env i of a pool seeded s starts as env 0 of a pool seeded s + i
+    first = _venv(["env=cartpole", "env.n_envs=3", "env.vec_env=envpool"], seed=7).reset()
+    third = _venv(["env=cartpole", "env.n_envs=1", "env.vec_env=envpool"], seed=9).reset()
+    np.testing.assert_array_equal(first[2], third[0])
+
+
+def test_envpool_atari_ends_episodes_at_game_over_with_the_unclipped_score() -> None:
+    """Under AtariWrapper's terminal_on_life_loss a lost life is a done (a reset of SB3's) but not the end of
+    Monitor's episode: that is the game's end, with its unclipped score, as SB3's Monitor records it."""
+    venv = _venv(["algo=ppo", "env=atari", "env.id=BreakoutNoFrameskip-v4", "env.n_envs=2",
+                  "env.vec_env=envpool"], seed=0)  # fmt: skip
+    assert venv.observation_space.shape == (4, 84, 84)  # 4 grey 84x84 frames, channels-first
+    steps = _rollout(venv, 1500)
+    dones = sum(int(step[2].sum()) for step in steps[1:])
+    episodes = [info["episode"] for step in steps[1:] for info in step[3] if "episode" in info]
+    assert episodes and dones >= 5 * len(episodes)  # Breakout's 5 lives: a done per life, one episode per game
+    assert all(set(np.unique(step[1])) <= {-1.0, 0.0, 1.0} for step in steps[1:])  # clipped rewards to learn on
+
+
+def test_envpool_mujoco_steps_as_gymnasium_within_float_tolerance() -> None:
+    """Hopper-v5 from a noise-free start: the same observations and rewards as gymnasium's (within 1e-5:
+    MuJoCo builds differ), the same terminations and the same time-limit truncation."""
+    base = ["algo=sac", "env=hopper", "env.n_envs=2", "+env.kwargs.reset_noise_scale=0.0", "env.max_episode_steps=60"]
+    expected = _rollout(_venv([*base, "env.vec_env=dummy"], seed=0), 300)
+    got = _rollout(_venv([*base, "env.vec_env=envpool"], seed=0), 300)
+    for step, (want, have) in enumerate(zip(expected, got, strict=True)):
+        np.testing.assert_allclose(want[0], have[0], atol=1e-5, err_msg=f"obs at step {step}")
+        if step:
+            np.testing.assert_allclose(want[1], have[1], atol=1e-5, err_msg=f"rewards at step {step}")
+            np.testing.assert_array_equal(want[2], have[2], err_msg=f"dones at step {step}")
+            assert [i["TimeLimit.truncated"] for i in want[3]] == [i["TimeLimit.truncated"] for i in have[3]]
+
+
+FAST_PPO = ["algo=ppo", "env=cartpole", "n_timesteps=2048", "callbacks.eval.n_episodes=3",
+            "callbacks.eval.final_episodes=4", "logger=csv"]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["lean", "numpy", "envpool"])
+def test_a_run_through_a_backend_trains_saves_and_evaluates_as_rlexp_evaluate_does(kind: str, tmp_path: Path) -> None:
+    result = rlexp_cli([*FAST_PPO, f"env.vec_env={kind}", "hydra.run.dir=run"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"vector env: 8 x CartPole-v1, {kind}:" in result.stdout
+    run = tmp_path / "run"
+    summary = json.loads((run / "summary.json").read_text())
+    assert len(list((run / "monitor" / "train").glob("*.monitor.csv"))) == 8
+    evaluated = rlexp_cli(["evaluate", str(run), "--episodes", "4"], tmp_path)
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    assert f"{summary['final_eval']['mean']:.2f}" in evaluated.stdout
+    if kind != "envpool":  # the same random streams as SB3's envs: the very run of env.vec_env=dummy
+        dummy = rlexp_cli([*FAST_PPO, "env.vec_env=dummy", "hydra.run.dir=dummy"], tmp_path)
+        assert dummy.returncode == 0, dummy.stderr[-2000:]
+        assert json.loads((tmp_path / "dummy" / "summary.json").read_text())["final_eval"] == summary["final_eval"]
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["env=pendulum", "algo=sac", "env.vec_env=numpy"],
+            "env.vec_env=numpy: gymnasium ships only CartPole-v0 and CartPole-v1 NumPy-vectorized, not Pendulum-v1",
+        ),
+        (
+            ["env.id=HopperBulletEnv-v0", "algo=ppo", "env.vec_env=envpool"],
+            "env.vec_env=envpool: EnvPool has no HopperBulletEnv-v0 (env.vec_env=auto steps it in this process)",
+        ),
+        (
+            [
+                "env=cartpole",
+                "env.vec_env=envpool",
+                "+env.wrappers.t={_target_: gymnasium.wrappers.TimeAwareObservation}",
+            ],
+            "env.wrappers.t: EnvPool cannot take it: EnvPool steps its envs in C++, without gymnasium wrappers",
+        ),
+        (
+            ["env=cartpole", "env.vec_env=envpool", "+env.kwargs.sutton_barto_reward=true"],
+            "env.kwargs.sutton_barto_reward: EnvPool cannot take it for CartPole-v1 (env.vec_env=lean takes it)",
+        ),
+        (["env=cartpole", "env.vec_env=fast"], "env.vec_env"),
+    ],
+)
+def test_a_backend_that_cannot_step_the_env_is_refused_in_one_line(args: list[str], line: str, tmp_path: Path) -> None:
+    result = rlexp_cli(args, tmp_path)
+    assert result.returncode == 1
+    errors = [x for x in stderr_lines(result) if x.startswith("rlexp: error")]
+    assert len(errors) == 1 and line in errors[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "outputs").exists()  # no run dir for a run that never started
+
+
+def test_envpool_without_its_extra_names_the_extra(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['envpool'] = None; sys.argv = ['rlexp', 'env.vec_env=envpool']; "
+            "from rlexp.cli import console; console()")  # fmt: skip
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert stderr_lines(result)[-1] == (
+        "rlexp: error: env.vec_env=envpool needs EnvPool: pip install 'rlexp[envpool]' (or env.vec_env=auto)"
+    )
+    assert not (tmp_path / "outputs").exists()
