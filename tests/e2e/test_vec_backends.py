@@ -215,3 +215,55 @@ def test_envpool_without_its_extra_names_the_extra(tmp_path: Path) -> None:
         "rlexp: error: env.vec_env=envpool needs EnvPool: pip install 'rlexp[envpool]' (or env.vec_env=auto)"
     )
     assert not (tmp_path / "outputs").exists()
+
+
+def test_envpool_honours_every_seed_call_and_declares_gymnasium_s_spaces() -> None:
+    """SB3's seed() before a reset gives the same start however far the envs went; the spaces are the
+    gymnasium env's (EnvPool's MuJoCo actions are float64, its Box2D observations unbounded), so that an
+    agent moves between backends."""
+    venv = _venv(["env=cartpole", "env.n_envs=2", "env.vec_env=envpool"], seed=0)
+    venv.seed(5)
+    first = venv.reset()
+    for _ in range(5):
+        venv.step(np.zeros(2, dtype=np.int64))
+    venv.seed(5)
+    np.testing.assert_array_equal(venv.reset(), first)
+    venv.close()
+    import gymnasium as gym
+
+    for overrides, env_id in (
+        (["algo=sac", "env=hopper"], "Hopper-v5"),
+        (["algo=ppo", "env=lunarlander"], "LunarLander-v3"),
+    ):
+        venv = _venv([*overrides, "env.vec_env=envpool", "env.normalize=false"], seed=0)
+        env = gym.make(env_id)
+        assert (venv.observation_space, venv.action_space) == (env.observation_space, env.action_space)
+        assert venv.reset().dtype == env.observation_space.dtype
+        venv.close()
+
+
+def test_envpool_atari_follows_gymnasium_s_id_and_counts_the_time_limit_in_frames() -> None:
+    from rlexp.vecenvs.envpool_env import atari_config
+
+    cfg, _ = compose_cfg(["algo=ppo", "env=atari", "env.id=PongNoFrameskip-v0"])
+    wrappers = {"atari": {"_target_": "stable_baselines3.common.atari_wrappers.AtariWrapper"}}
+    assert atari_config(cfg.env, wrappers)["repeat_action_probability"] == 0.25  # v0 ids are sticky
+    cfg, _ = compose_cfg(["algo=ppo", "env=atari", "env.max_episode_steps=400"])
+    from rlexp.build.envs import env_kwargs
+    from rlexp.vecenvs.choice import envpool_options
+
+    _, options = envpool_options(cfg.env, env_kwargs(cfg.env, for_eval=False))
+    assert options["max_episode_steps"] == 100 and options["repeat_action_probability"] == 0.0
+
+
+def test_an_envpool_run_whose_gymnasium_env_cannot_be_made_is_refused_before_its_run_dir(tmp_path: Path) -> None:
+    """The random baseline and the spaces come from the gymnasium env: its missing package is named up front."""
+    code = ("import sys; sys.modules['mujoco'] = None; sys.argv = ['rlexp', 'algo=sac', 'env=hopper', "
+            "'env.vec_env=envpool']; from rlexp.cli import console; console()")  # fmt: skip
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert "pip install 'rlexp[mujoco]'" in stderr_lines(result)[-1]
+    assert not (tmp_path / "outputs").exists()

@@ -152,8 +152,9 @@ def probe_env(env_cfg: DictConfig, seed: int) -> VecEnv:
     normalization, frame stack), each failure named by its config key; writes no file. For the front door."""
     if env_cfg.eval_kwargs:
         _made(env_cfg, for_eval=True).close()
-    if resolved(env_cfg) == "envpool":  # its own spaces (Atari: its own frame stack)
+    if resolved(env_cfg) == "envpool":  # (Atari: its own frame stack)
         envpool_options(env_cfg, env_kwargs(env_cfg, for_eval=True))
+        _made(env_cfg, for_eval=False).close()  # the gymnasium env too: its spaces, the random baseline
         return _Widened(build_vec_env(env_cfg, seed, None, n_envs=1), env_cfg.n_envs)
     env = one_env(env_cfg, for_eval=False)
     try:
@@ -217,6 +218,7 @@ def build_vec_env(
     n_envs: int | None = None,
     render_mode: str | None = None,
     check_finite: bool = False,
+    in_process: bool = False,
 ) -> VecEnv:
     """Train env (``for_eval=False``) or eval env with Monitor, wrappers, VecNormalize, frame stack.
 
@@ -225,6 +227,8 @@ def build_vec_env(
     would be unreadable). ``n_envs``: default env.n_envs, 1 for eval. ``env.vec_env`` picks the vector env
     (rlexp.vecenvs.choice); eval envs run in this process (subproc's are lean: the same results).
     ``check_finite``: NaN or inf in observations, rewards or actions raises Diverged (diagnostics.finite).
+    ``in_process``: gymnasium envs as SB3 wraps them (lean or dummy), whatever env.vec_env says (an export
+    describes the env by its wrappers and frame stack).
 
     The eval env uses but never updates the normalization statistics: they are synced from the
     train env before each evaluation (SB3's EvalCallback and ``sync_envs_normalization``).
@@ -234,7 +238,7 @@ def build_vec_env(
     if monitor_dir is not None:
         monitor_dir.mkdir(parents=True, exist_ok=True)
         append = append and all((monitor_dir / f"{rank}.{Monitor.EXT}").is_file() for rank in range(n_envs))
-    kind = resolved(env_cfg, for_eval, render=render_mode is not None)
+    kind = resolved(env_cfg, for_eval, render=render_mode is not None or in_process)
     env_seed = seed + EVAL_SEED_OFFSET if for_eval else seed
     stacked = False
     if kind in ("numpy", "envpool"):
@@ -272,7 +276,13 @@ def _vectorized(
 
     task, options = envpool_options(env_cfg, kwargs)
     atari = env_cfg.get("family") == "atari"
-    return EnvPoolVecEnv(task, options, n_envs, seed, atari, monitor_dir, not append), "stack_num" in options
+    spaces = None
+    if not atari:  # gymnasium's spaces (Atari's: EnvPool's stack is AtariWrapper's, frame-stacked, channels-first)
+        env = make_env_fn(env_cfg, for_eval)()
+        spaces = env.observation_space, env.action_space
+        env.close()
+    venv = EnvPoolVecEnv(task, options, n_envs, seed, atari, monitor_dir, not append, spaces)
+    return venv, "stack_num" in options
 
 
 def build_eval_env(cfg: DictConfig, episodes: int, monitor_dir: Path | None, append: bool = False) -> VecEnv:

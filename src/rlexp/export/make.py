@@ -53,7 +53,9 @@ def export_agent(
     from rlexp.rundir.provenance import package_versions
 
     cfg = agent.cfg
-    with closed_at_end(build_vec_env(cfg.env, cfg.seed, None, agent.stats, for_eval=True, n_envs=1)) as venv:
+    with closed_at_end(
+        build_vec_env(cfg.env, cfg.seed, None, agent.stats, for_eval=True, n_envs=1, in_process=True)
+    ) as venv:
         model = load_agent(cfg, agent.model, device="cpu")  # the files run anywhere; the graph's constants too
         graph = build_graph(model, venv)
         seed = agent.episode_seed(None)

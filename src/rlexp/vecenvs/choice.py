@@ -34,8 +34,8 @@ def _numpy_refusal(env_cfg: DictConfig) -> str | None:
 
 def resolved(env_cfg: DictConfig, for_eval: bool = False, render: bool = False) -> str:
     """The backend that steps these envs. ``auto``: the NumPy CartPole where it gives the same results as
-    DummyVecEnv, otherwise the lean in-process one. Eval envs and rendered ones run in this process
-    (subproc's become lean: the same results)."""
+    DummyVecEnv, otherwise the lean in-process one. Eval envs run in this process (subproc's become lean:
+    the same results); ``render`` (a video, an export: one gymnasium env as SB3 wraps it) is lean or dummy."""
     kind = env_cfg.vec_env.value if hasattr(env_cfg.vec_env, "value") else str(env_cfg.vec_env)
     if render:
         return "dummy" if kind == "dummy" else "lean"
@@ -56,14 +56,6 @@ def envpool_options(env_cfg: DictConfig, kwargs: dict[str, Any]) -> tuple[str, d
 
     wrappers: dict[str, Any] = OmegaConf.to_container(env_cfg.wrappers, resolve=True)  # type: ignore[assignment]
     return envpool_task(env_cfg, kwargs, wrappers)
-
-
-def check(env_cfg: DictConfig, kwargs: dict[str, Any]) -> str:
-    """The front door's check: the backend, refused in one line if it cannot step this env."""
-    kind = resolved(env_cfg)
-    if kind == "envpool":
-        envpool_options(env_cfg, kwargs)
-    return kind
 
 
 def vec_env_note(env_cfg: DictConfig) -> str:

@@ -99,9 +99,16 @@ def atari_config(env_cfg: Any, wrappers: dict[str, Any]) -> dict[str, Any]:
                           "env=atari has it (or env.vec_env=lean for raw frames)")  # fmt: skip
     for option, default in ATARI_OPTIONS.values():
         config.setdefault(option, default)
-    sticky = 0.25 if env_cfg.id.endswith("-v5") else 0.0  # gymnasium's ALE v5 ids are sticky, v4 ones not
-    config["repeat_action_probability"] = sticky
+    config["repeat_action_probability"] = _sticky(env_cfg.id)
     return config
+
+
+def _sticky(env_id: str) -> float:
+    """The id's sticky-action probability in gymnasium's registration (v5 and v0 ids 0.25, v4 ones none)."""
+    try:
+        return float(gym.spec(env_id).kwargs["repeat_action_probability"])
+    except (gym.error.Error, KeyError):  # (ale-py not installed: its rule)
+        return 0.0 if env_id.endswith("-v4") else 0.25
 
 
 def envpool_task(env_cfg: Any, kwargs: dict[str, Any], wrappers: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -123,8 +130,8 @@ def envpool_task(env_cfg: Any, kwargs: dict[str, Any], wrappers: dict[str, Any])
         if env_cfg.frame_stack:
             config["stack_num"] = env_cfg.frame_stack if "stack_num" in fields else None
     for key, value in kwargs.items():
-        if key == "max_episode_steps":
-            config["max_episode_steps"] = value
+        if key == "max_episode_steps":  # Atari's counts frames (frameskip=1 under AtariWrapper), EnvPool's steps
+            config["max_episode_steps"] = max(1, value // config["frame_skip"]) if atari else value
         elif atari and key == "frameskip" and value == 1:
             continue
         elif key in (ALE_KWARGS if atari else set(fields) - RESERVED):
@@ -144,13 +151,21 @@ class EnvPoolVecEnv(VecEnv):
         atari: bool,
         monitor_dir: Path | None,
         override_existing: bool = True,
+        spaces: tuple[gym.Space, gym.Space] | None = None,
     ) -> None:
+        """``spaces``: the gymnasium env's observation and action spaces, which this vector env declares
+        (EnvPool's can differ in dtype or bounds: float64 MuJoCo actions, unbounded Box2D observations), so
+        that an agent moves between backends; observations are cast to the declared dtype."""
         self.task, self.options, self.atari = task, options, atari
         self.env_seeds = [seed + i for i in range(n_envs)]
-        self.pool, spaces = self._make(n_envs)
+        self.pool, own = self._make(n_envs)
+        self.fresh = True  # not stepped since it was seeded: a seed() with the same seeds needs no new pool
         self.spec = None
         self.render_mode = None
-        super().__init__(n_envs, *spaces)
+        observation_space, action_space = spaces or own
+        self.obs_dtype = observation_space.dtype if observation_space.dtype != own[0].dtype else None
+        self.action_dtype = own[1].dtype if action_space.dtype != own[1].dtype else None
+        super().__init__(n_envs, observation_space, action_space)
         self.episodes = EpisodeStats(n_envs, task, monitor_dir, override_existing)
         self.actions = np.zeros(0)
         self.all_ids = np.arange(n_envs, dtype=np.int32)
@@ -166,23 +181,31 @@ class EnvPoolVecEnv(VecEnv):
             return pool, (pool.observation_space, pool.action_space)
 
     def reset(self) -> VecEnvObs:
+        seeded = any(seed is not None for seed in self._seeds)
         seeds = [seed if seed is not None else self.env_seeds[i] for i, seed in enumerate(self._seeds)]
-        if seeds != self.env_seeds:  # SB3's seed(): a new pool with these seeds (EnvPool seeds once)
+        if seeded and (seeds != self.env_seeds or not self.fresh):  # SB3's seed(): EnvPool seeds a pool once
             self.pool.close()
             self.env_seeds = seeds
             self.pool, _ = self._make(self.num_envs)
+            self.fresh = True
         self._reset_seeds()
         self._reset_options()
         obs, info = self.pool.reset(self.all_ids)
+        self.fresh = False
         self.episodes.restart()
         self.reset_infos = [{} for _ in range(self.num_envs)]
-        return obs[np.argsort(info["env_id"])]
+        return self._cast(obs[np.argsort(info["env_id"])])
+
+    def _cast(self, obs: np.ndarray) -> np.ndarray:
+        return obs if self.obs_dtype is None else obs.astype(self.obs_dtype)
 
     def step_async(self, actions: np.ndarray) -> None:
-        self.actions = actions
+        self.actions = actions if self.action_dtype is None else actions.astype(self.action_dtype)
 
     def step_wait(self) -> VecEnvStepReturn:
+        self.fresh = False
         obs, rewards, terminated, truncated, info = self.pool.step(self.actions, self.all_ids)
+        obs = self._cast(obs)
         rewards = rewards.astype(np.float32, copy=False)
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{"TimeLimit.truncated": bool(truncated[i] and not terminated[i])}
@@ -198,7 +221,7 @@ class EnvPoolVecEnv(VecEnv):
                 infos[i]["terminal_observation"] = obs[i].copy()
             no_op = np.zeros((finished.size, *self.actions.shape[1:]), dtype=self.actions.dtype)
             reset_obs, *_, reset_info = self.pool.step(no_op, finished)  # EnvPool's reset; the action is ignored
-            obs[reset_info["env_id"]] = reset_obs
+            obs[reset_info["env_id"]] = self._cast(reset_obs)
         return obs, rewards, dones, infos
 
     def close(self) -> None:
