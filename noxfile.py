@@ -88,3 +88,18 @@ def benchmark_families(session: nox.Session) -> None:
     """One short run per env family with the zoo's values, against the random policy (learning evidence)."""
     _install(session)  # (the dev extra has every env family but robotics)
     session.run("python", "benchmarks/env_families.py", *session.posargs)
+
+
+@nox.session
+def reference(session: nox.Session) -> None:
+    """Reference results of tuned pairs (src/rlexp/data/reference/): resumes; e.g. -- --pair ppo_cartpole."""
+    _install(session)
+    session.run("python", "benchmarks/reference.py", *session.posargs)
+
+
+@nox.session
+def regress(session: nox.Session) -> None:
+    """New seeds of a pair against its reference; fails when they score below it (CI: PPO CartPole)."""
+    _install(session)
+    args = session.posargs or ["--pair", "ppo_cartpole", "--seeds", "100-101", "--jobs", "2"]
+    session.run("python", "benchmarks/reference.py", "--regress", *args)

@@ -31,6 +31,7 @@ from rlexp.monitor.baseline import random_baseline
 from rlexp.monitor.evaluation import final_evaluation
 from rlexp.monitor.health import judge_final
 from rlexp.monitor.solved import stop_threshold
+from rlexp.reporting.reference import run_verdict
 from rlexp.run.failure import diverged, record_failure
 from rlexp.run.record import ABSENT, RunRecord
 from rlexp.run.restore import restore_evaluation_state
@@ -152,6 +153,7 @@ def _train_and_evaluate(
             raise stopper.interrupted() from None
         record.final_eval = final
         judge_final(record.diagnostics, cfg.diagnostics, model.ep_info_buffer, final, record.random_baseline)
+        record.reference = run_verdict(cfg, final["mean"], int(model.num_timesteps)) or ABSENT
 
 
 def _before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, stopper: StopOnSignal) -> None:

@@ -83,6 +83,8 @@ class RunRecord:
     steps_per_second: float | _Absent = ABSENT
     best_eval: Score | _Absent | None = ABSENT  # null: no periodic evaluation
     final_eval: Score | _Absent = ABSENT
+    # where the final eval falls among the reference results of the tuned pair (rlexp.reporting.reference)
+    reference: dict[str, Any] | _Absent = ABSENT
     end_time: str | _Absent = ABSENT
     error: str | _Absent = ABSENT
     resumed: list[dict[str, Any]] | _Absent = ABSENT  # each resumption: its step and time
@@ -214,6 +216,8 @@ def run_end_lines(record: RunRecord, run_dir: Path) -> list[str]:
     final, best, baseline = record.final_eval, record.best_eval, record.random_baseline
     assert isinstance(final, dict)
     lines = [f"rlexp: warning: {found}" for found in record.diagnostics]
+    if isinstance(record.reference, dict):
+        lines.append(f"rlexp: {record.reference['line']}")
     lines.append(
         f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
         f"over {final['episodes']} episodes"
