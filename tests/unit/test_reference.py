@@ -41,7 +41,9 @@ def test_below_and_above_all_reference_seeds() -> None:
 
 def test_ties_with_the_lowest_or_highest_seed_are_within() -> None:
     """CartPole's reference is often all 500s: a run at 500 reproduces it, one at 499 does not."""
-    assert verdict(_reference([500.0] * 10), 500.0, 100_000, [])["verdict"] == "within"
+    tied = verdict(_reference([500.0] * 10), 500.0, 100_000, [])
+    assert tied["verdict"] == "within" and (tied["rank"], tied["rank_high"]) == (1, 11)
+    assert tied["line"].endswith("this run ranks 1-11/11)")
     assert verdict(_reference([500.0] * 10), 499.0, 100_000, [])["verdict"] == "below"
     assert verdict(_reference(TEN), 200.0, 100_000, [])["verdict"] == "within"
 

@@ -111,7 +111,7 @@ def verdict(reference: Reference, final: float, steps: int, changes: list[str]) 
     if n < MIN_SEEDS:
         raise ConfigError(f"reference {reference.name}: {n} seeds, too few to compare with (at least {MIN_SEEDS})")
     below, above = int((scores < final).sum()), int((scores > final).sum())
-    rank = below + 1  # 1 = the lowest of the n + 1 scores (ties rank it as high as they allow)
+    rank, rank_high = below + 1, n + 1 - above  # among the n + 1 scores, 1 the lowest; ties give a range
     if above == n:
         word, where = "below", f"lower than all {n} reference seeds"
     elif below == n:
@@ -122,7 +122,7 @@ def verdict(reference: Reference, final: float, steps: int, changes: list[str]) 
     budget = "" if at == reference.n_timesteps else f" at step {at:,} of its curve"
     line = (
         f"final {final:.2f}: {where} ({n} seeds{budget}, IQM {float(iqm(scores)):.1f}, 95% CI [{ci[0]:.1f}, "
-        f"{ci[1]:.1f}]; this run ranks {rank}/{n + 1})"
+        f"{ci[1]:.1f}]; this run ranks {rank if rank == rank_high else f'{rank}-{rank_high}'}/{n + 1})"
     )
     if changes:
         shown = ", ".join(changes[:4]) + (f" and {len(changes) - 4} more" if len(changes) > 4 else "")
@@ -136,6 +136,7 @@ def verdict(reference: Reference, final: float, steps: int, changes: list[str]) 
         "iqm": float(iqm(scores)),
         "ci95_iqm": ci,
         "rank": rank,
+        "rank_high": rank_high,
         "of": n + 1,
         "changes": changes,
     }
