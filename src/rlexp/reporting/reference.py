@@ -42,12 +42,14 @@ class Reference:
     curves: np.ndarray
     config: dict[str, Any]
 
-    def at(self, steps: int) -> tuple[np.ndarray, int]:
-        """The reference scores a run that ended at ``steps`` is compared with, and their step."""
-        if steps >= self.n_timesteps or self.curve_steps.size == 0:
+    def at(self, steps: int) -> tuple[np.ndarray, int] | None:
+        """The reference scores a run that ended at ``steps`` is compared with, and their step (None: the run
+        ended before the reference's first evaluation, where there is nothing to compare with)."""
+        if steps >= self.n_timesteps:
             return self.finals, self.n_timesteps
         i = int(np.searchsorted(self.curve_steps, steps, side="right")) - 1
-        i = max(i, 0)
+        if i < 0:
+            return None
         return self.curves[:, i], int(self.curve_steps[i])
 
 
@@ -104,9 +106,13 @@ def changed_keys(config: dict[str, Any], reference: dict[str, Any]) -> list[str]
     return sorted(k for k in ours.keys() | theirs.keys() if _counted(k) and ours.get(k) != theirs.get(k))
 
 
-def verdict(reference: Reference, final: float, steps: int, changes: list[str]) -> dict[str, Any]:
-    """Where ``final`` (a run's final evaluation after ``steps`` steps) falls among the reference's seeds."""
-    scores, at = reference.at(steps)
+def verdict(reference: Reference, final: float, steps: int, changes: list[str]) -> dict[str, Any] | None:
+    """Where ``final`` (a run's final evaluation after ``steps`` steps) falls among the reference's seeds
+    (None for a run that ended before the reference's first evaluation)."""
+    found = reference.at(steps)
+    if found is None:
+        return None
+    scores, at = found
     n = scores.size
     if n < MIN_SEEDS:
         raise ConfigError(f"reference {reference.name}: {n} seeds, too few to compare with (at least {MIN_SEEDS})")
