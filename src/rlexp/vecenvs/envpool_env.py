@@ -17,19 +17,18 @@ from __future__ import annotations
 import re
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import VecEnv
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from rlexp.cluster.cpus import job_cpus
 from rlexp.errors import ConfigError
+from rlexp.vecenvs.batched import BatchedVecEnv
 from rlexp.vecenvs.episodes import EpisodeStats
 
 ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
@@ -141,7 +140,7 @@ def envpool_task(env_cfg: Any, kwargs: dict[str, Any], wrappers: dict[str, Any])
     return task, {key: value for key, value in config.items() if value is not None}
 
 
-class EnvPoolVecEnv(VecEnv):
+class EnvPoolVecEnv(BatchedVecEnv):
     def __init__(
         self,
         task: str,
@@ -228,18 +227,5 @@ class EnvPoolVecEnv(VecEnv):
         self.episodes.close()
         self.pool.close()
 
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        value = getattr(self, attr_name) if attr_name in ("spec", "render_mode") else getattr(self.pool, attr_name)
-        return [value for _ in self._get_indices(indices)]
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        raise AttributeError(f"EnvPool cannot set {attr_name!r} per env")
-
-    def env_method(self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> list[Any]:
-        raise AttributeError(f"EnvPool has no per-env {method_name!r}")
-
-    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
-        return [wrapper_class is Monitor for _ in self._get_indices(indices)]
-
-    def get_images(self) -> Sequence[np.ndarray | None]:
-        return [None for _ in range(self.num_envs)]
+    def _batch(self) -> Any:
+        return self.pool

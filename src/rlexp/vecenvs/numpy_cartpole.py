@@ -11,7 +11,6 @@ CartPole is the only env gymnasium 1.4 ships NumPy-vectorized (its phys2d ones n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 from gymnasium.utils import seeding
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import VecEnv
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from rlexp.vecenvs.batched import BatchedVecEnv
 from rlexp.vecenvs.episodes import EpisodeStats
 
 IDS = ("CartPole-v0", "CartPole-v1")  # gymnasium's ids whose vector_entry_point is NumPy
@@ -30,7 +28,7 @@ KWARGS = ("sutton_barto_reward",)  # the CartPoleEnv kwargs CartPoleVectorEnv ta
 RESET_LOW, RESET_HIGH = -0.05, 0.05  # CartPoleEnv.reset's bounds (no reset options under SB3)
 
 
-class NumpyCartPoleVecEnv(VecEnv):
+class NumpyCartPoleVecEnv(BatchedVecEnv):
     def __init__(
         self,
         env_id: str,
@@ -87,19 +85,5 @@ class NumpyCartPoleVecEnv(VecEnv):
         self.episodes.close()
         self.env.close()
 
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        value = self.spec if attr_name == "spec" else getattr(self.env, attr_name)
-        return [value for _ in self._get_indices(indices)]
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        raise AttributeError(f"{type(self).__name__} cannot set {attr_name!r} per env")
-
-    def env_method(self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> list[Any]:
-        raise AttributeError(f"{type(self).__name__} has no per-env {method_name!r}")
-
-    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
-        # episode statistics as Monitor's (evaluate_policy reads info["episode"] when Monitor is there)
-        return [wrapper_class is Monitor for _ in self._get_indices(indices)]
-
-    def get_images(self) -> Sequence[np.ndarray | None]:
-        return [None for _ in range(self.num_envs)]
+    def _batch(self) -> Any:
+        return self.env
