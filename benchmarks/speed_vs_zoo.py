@@ -1,5 +1,5 @@
 """Whole-process wall time of rlexp against RL Zoo's train.py and a plain Stable-Baselines3 script on equal
-work: same algorithm, tuned values, steps, seed, one torch thread each, and the same evaluation schedule
+work: same algorithm, tuned values, steps, seed and evaluation schedule
 (every 10,000 steps, 5 episodes; rlexp and the plain script also end with a final 10-episode evaluation,
 which the zoo does not do; the zoo evaluates on one env, rlexp and the plain script on one env per
 episode, side by side). The SAC case also runs rlexp with backend=sbx (JAX), with a compilation cache of
@@ -9,6 +9,11 @@ Vector envs (env.vec_env): rlexp runs with its default (auto: gymnasium's NumPy 
 the lean in-process DummyVecEnv otherwise) and, where a case says, with SB3's DummyVecEnv or EnvPool. The
 Atari and MuJoCo cases also print rollout-only steps/s: the train envs alone, stepped with random actions
 in this process, built as the zoo builds them and as rlexp does for each backend, in turn.
+
+Torch threads: the zoo and the plain script on one (the zoo's --num-threads 1), rlexp on its default
+(one; a CNN on EnvPool every core, torch's threads sleeping at their barriers: they take turns with
+EnvPool's pool). Where a case runs on more than one core (Atari), the zoo also runs on torch's own default
+(a thread per core) as "zoo default threads", and rlexp's ratio is against the faster of the two.
 
 The commands run as fresh processes, in turn (rlexp, zoo, plain, ... then again) so that a noisy shared
 machine slows them alike; per case it prints the median seconds of each and their ratios, and the final
@@ -65,7 +70,8 @@ print(evaluate_policy(model, final_env, n_eval_episodes={final_episodes}, determ
 """
 
 # case -> steps, rlexp overrides, zoo arguments, plain-script fill-ins (throughput.py's: the values of rlexp's
-# tuned file, which are the zoo's own; None: no plain script), the other rlexp runs {name: extra overrides}
+# tuned file, which are the zoo's own; None: no plain script), the other rlexp runs {name: extra overrides},
+# and (optional) whether the zoo also runs on torch's default threads
 NO_PERIODIC_EVAL = (["callbacks.eval.freq=0", "callbacks.eval.final_episodes=1"], ["--eval-freq", "-1"])
 CASES = {
     "ppo-cartpole": (
@@ -88,6 +94,7 @@ CASES = {
         ["--algo", "ppo", "--env", "PongNoFrameskip-v4", "--vec-env", "subproc", *NO_PERIODIC_EVAL[1]],
         None,
         {"rlexp envpool": ["env.vec_env=envpool"]},
+        True,
     ),
     "sac-pendulum": (
         3_000,
@@ -117,17 +124,24 @@ def _timed(command: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def zoo_train(python: str, zoo: list[str], eval_freq: int, eval_episodes: int, out: Path, seed: int = 0) -> list[str]:
-    """RL Zoo's train.py on one torch thread, with this seed and evaluation schedule, writing to ``out``."""
+def zoo_train(
+    python: str, zoo: list[str], eval_freq: int, eval_episodes: int, out: Path, seed: int = 0, threads: bool = True
+) -> list[str]:
+    """RL Zoo's train.py on one torch thread (``threads=False``: torch's default), with this seed and
+    evaluation schedule, writing to ``out``."""
     evaluation = [] if "--eval-freq" in zoo else ["--eval-freq", str(eval_freq), "--eval-episodes", str(eval_episodes)]
-    return [python, "-m", "rl_zoo3.train", *zoo, "--num-threads", "1", "--seed", str(seed), *evaluation, "-f", str(out)]
+    one_thread = ["--num-threads", "1"] if threads else []
+    return [python, "-m", "rl_zoo3.train", *zoo, *one_thread, "--seed", str(seed), *evaluation, "-f", str(out)]
 
 
 def commands(case: str, steps: int, out: Path, zoo_python: str, seed: int) -> dict[str, list[str]]:
-    _, overrides, zoo, fill, others = CASES[case]
-    rlexp = [sys.executable, "-m", "rlexp", *overrides, f"n_timesteps={steps}", "torch_threads=1", f"seed={seed}"]
+    _, overrides, zoo, fill, others, *default_threads = CASES[case]
+    rlexp = [sys.executable, "-m", "rlexp", *overrides, f"n_timesteps={steps}", f"seed={seed}"]
     zoo_run = zoo_train(zoo_python, zoo, EVAL_FREQ, EVAL_EPISODES, out / "zoo", seed)
     found = {"rlexp": [*rlexp, f"hydra.run.dir={out / 'rlexp'}"], "zoo": [*zoo_run, "-n", str(steps)]}
+    if default_threads and default_threads[0]:
+        zoo_default = zoo_train(zoo_python, zoo, EVAL_FREQ, EVAL_EPISODES, out / "zoo_default", seed, threads=False)
+        found["zoo default threads"] = [*zoo_default, "-n", str(steps)]
     if fill is not None:
         plain = PLAIN.format(**fill, eval_episodes=EVAL_EPISODES, eval_freq=EVAL_FREQ, final_episodes=FINAL_EPISODES)
         found["plain"] = [sys.executable, "-c", plain.replace("seed=0", f"seed={seed}"), str(out / "plain"), str(steps)]
@@ -221,10 +235,11 @@ def main() -> None:
         median = {name: statistics.median(times) for name, times in seconds.items()}
         print(f"{case}, {steps:,} steps, median of {args.repeats} whole processes (seconds):", flush=True)
         for name, value in median.items():
-            print(f"  {name:<14} {value:7.1f}   min {min(seconds[name]):6.1f}  max {max(seconds[name]):6.1f}")
+            print(f"  {name:<20} {value:7.1f}   min {min(seconds[name]):6.1f}  max {max(seconds[name]):6.1f}")
+        zoo = min(median["zoo"], median.get("zoo default threads", median["zoo"]))  # the faster zoo
         for name in median:
             if name.startswith("rlexp"):
-                print(f"  {name + ' / zoo':<24} {median[name] / median['zoo']:.2f}")
+                print(f"  {name + ' / zoo':<24} {median[name] / zoo:.2f}")
                 if "plain" in median:
                     print(f"  {name + ' / plain SB3':<24} {median[name] / median['plain']:.2f}")
         if "rlexp sbx" in median:

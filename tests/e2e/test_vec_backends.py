@@ -6,6 +6,9 @@ and refusals through the real `rlexp` command."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ import pytest
 from conftest import compose_cfg, rlexp_cli, stderr_lines
 
 from rlexp.build.envs import build_vec_env
+from rlexp.cluster.cpus import usable_cpus
 
 envpool = pytest.importorskip("envpool")
 
@@ -159,6 +163,7 @@ def test_a_run_through_a_backend_trains_saves_and_evaluates_as_rlexp_evaluate_do
     run = tmp_path / "run"
     summary = json.loads((run / "summary.json").read_text())
     assert len(list((run / "monitor" / "train").glob("*.monitor.csv"))) == 8
+    assert summary["torch_threads"] == 1  # a small MLP keeps one thread, whichever env steps it
     evaluated = rlexp_cli(["evaluate", str(run), "--episodes", "4"], tmp_path)
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     assert f"{summary['final_eval']['mean']:.2f}" in evaluated.stdout
@@ -201,6 +206,24 @@ def test_a_backend_that_cannot_step_the_env_is_refused_in_one_line(args: list[st
     assert len(errors) == 1 and line in errors[0], result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "outputs").exists()  # no run dir for a run that never started
+
+
+@pytest.mark.parametrize("waits", ["PASSIVE", "ACTIVE"])
+def test_a_cnn_on_envpool_takes_every_cpu_where_torch_s_threads_sleep(waits: str, tmp_path: Path) -> None:
+    """torch takes turns with EnvPool's pool on every CPU, with its threads sleeping at their barriers
+    (rlexp asks for that before torch loads); a user's spinning threads keep one."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if waits == "ACTIVE":
+        env["OMP_WAIT_POLICY"] = "ACTIVE"
+    args = ["algo=ppo", "env=atari", "env.vec_env=envpool", "env.n_envs=2", "n_timesteps=64", "algo.n_steps=32",
+            "callbacks.eval.freq=0", "callbacks.eval.final_episodes=1", "env.max_episode_steps=400", "logger=csv",
+            "curves=false", "hydra.run.dir=run"]  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "rlexp", *args], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["torch_threads"] == (usable_cpus() if waits == "PASSIVE" else 1)
 
 
 def test_envpool_without_its_extra_names_the_extra(tmp_path: Path) -> None:

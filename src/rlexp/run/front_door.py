@@ -21,8 +21,9 @@ from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from rlexp.cluster.cpus import cnn_on_envpool, passive_waits
 from rlexp.config.env_families import check_family
 from rlexp.config.tuned import check_tuned
 from rlexp.config.validation import (
@@ -144,6 +145,9 @@ class FrontDoor(Callback):
     """Hydra callback (conf/config.yaml, hydra.callbacks): refuses bad input before Hydra creates a dir."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        vec_env, policy = (OmegaConf.select(config, key, default="") for key in ("env.vec_env", "algo.policy"))
+        if config.torch_threads is None and cnn_on_envpool(vec_env, str(policy)):
+            passive_waits()  # before torch loads (below): its threads will take turns with EnvPool's
         from rlexp.rundir.state import check_run_dir, remove_created
 
         HydraConfig.instance().set_config(config)  # for ${hydra:...} in the job's config

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from rlexp.cluster.cpus import job_threads
+from rlexp.cluster.cpus import cnn_on_envpool, job_threads
 from rlexp.config.tuned import tuned_note
 from rlexp.monitor.evaluation import schedule_note
 from rlexp.run.record import RunRecord
@@ -34,7 +34,7 @@ def start_run(
         log.info(note)
     for warning in warnings:
         log.warning(warning)
-    threads = job_threads(cfg.torch_threads)
+    threads = job_threads(cfg.torch_threads, cnn_on_envpool(cfg.env.vec_env, str(cfg.algo.policy)))
     torch.set_num_threads(threads)
     previous = resumable_run(cfg, run_dir)
     if previous is None:
