@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import rlexp_cli
 
-from rlexp.reporting.reference import load_reference
+from rlexp.references.files import load_reference
 
 
 def test_the_shipped_reference_is_readable_and_large_enough() -> None:
@@ -52,7 +52,7 @@ def test_a_pair_without_a_reference_has_no_verdict(tmp_path: Path) -> None:
 
 
 def test_the_docs_list_exactly_the_references_that_ship() -> None:
-    from rlexp.reporting.reference import reference_dir
+    from rlexp.references.files import reference_dir
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "reference-results.md").read_text()
     cells = [line.split("|")[1].strip() for line in page.split("## Which pairs have one", 1)[1].splitlines()

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from rlexp.errors import ConfigError
-from rlexp.reporting.reference import FORMAT, Reference, changed_keys, load_reference, verdict
+from rlexp.references.files import FORMAT, Reference, load_reference
+from rlexp.references.verdict import changed_keys, verdict
 
 
 def _reference(finals: list[float], curve: list[list[float]] | None = None) -> Reference:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # SB3, torch and pandas load when used
     from stable_baselines3.common.base_class import BaseAlgorithm
 
 # report.json's tables: one row per group, per aggregate over envs, per comparison of two groups, per run
-REPORT_TABLES = ("groups", "aggregate", "comparisons", "runs")
+REPORT_TABLES = ("groups", "aggregate", "comparisons", "reference_verdicts", "runs")
 
 
 class Run:
@@ -90,10 +90,11 @@ def load_run(path: str | Path) -> Run:
 
 def report(paths: Sequence[str | Path], **options: Any) -> dict[str, pd.DataFrame]:
     """``rlexp report PATHS`` with ``options`` as its flags (group_by=None: by config, metric="final", target=None,
-    baseline=None, out=None, reps=50000, ci=0.95, seed=0, format="png"); writes the report's dir as the
-    command does and returns its tables as pandas DataFrames: groups (per group and env: IQM, mean...,
-    each with its CI as <name>_low and <name>_high), aggregate (over envs), comparisons (pairs of groups: difference, p-value, power) and
-    runs (one row per run, its group and score). Needs pandas: pip install 'rlexp[pandas]'."""
+    baseline=None, reference=False, out=None, reps=50000, ci=0.95, seed=0, format="png"); writes the report's dir as
+    the command does and returns its tables as pandas DataFrames: groups (per group and env: IQM, mean...,
+    each with its CI as <name>_low and <name>_high), aggregate (over envs), comparisons (pairs of groups: difference, p-value, power),
+    reference_verdicts (with reference=True: each group against its reference) and runs (one row per run,
+    its group and score). Needs pandas: pip install 'rlexp[pandas]'."""
     try:
         import pandas as pd
     except ImportError:

@@ -12,6 +12,7 @@ comparisons.csv, table.tex, report.json and the figures.
   rlexp report multirun/2026-12-01_10-00-00
   rlexp report multirun/ppo multirun/a2c --metric auc --baseline algo=ppo
   rlexp report multirun/sweep --group-by algo,algo.learning_rate --target 500
+  rlexp report multirun/ppo-seeds --reference      # reproduced, below or above the shipped reference?
 """
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline", help="compare each group with this one (default: every pair; over 12 groups, each with the best)"
     )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="add the reference results of each group's tuned file as a group, and say whether each group "
+        "reproduced it (--metric final at the tuned budget, or at:STEP)",
+    )
     parser.add_argument("--reps", type=positive_int, default=50_000, help="bootstrap repetitions (50000, rliable's)")
     parser.add_argument("--ci", type=_confidence, default=0.95, help="confidence level of the intervals (0.95)")
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="the bootstrap's RNG seed (0)")
@@ -81,10 +88,12 @@ def main(args: argparse.Namespace) -> int:
     counts = report["counts"]
     left = f", {counts['left_out']} left out (listed in report.md)" if counts["left_out"] else ""
     print(f"rlexp report: {counts['used']} runs in {counts['groups']} group{'s' * (counts['groups'] != 1)}{left}")
-    from rlexp.reporting.make import aggregate_lines
+    from rlexp.reporting.make import aggregate_lines, reference_lines
 
     for line in aggregate_lines(report):
         print(f"  {line}")
+    for line in reference_lines(report):
+        print(f"rlexp report: {line}")
     from rlexp.reporting.compute import ALL_ENVS
 
     uncurved = sorted({row["env"] for row in report["groups"]} - set(report["curves"]) - {ALL_ENVS})
@@ -116,11 +125,12 @@ def make(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
         seed=args.seed,
         targets=parse_targets(args.target),
         baseline=args.baseline,
+        reference=args.reference,
     )
     group_by = [k.strip() for k in args.group_by.split(",") if k.strip()] if args.group_by is not None else None
     if group_by == []:
         raise ConfigError("--group-by: give config keys, e.g. --group-by algo,algo.learning_rate")
     out = check_replaceable(args.out or default_out(args.paths), args.paths, "report.json")  # before the work
-    runs, grids = collect(args.paths, settings.metric, group_by)
+    runs, grids = collect(args.paths, settings.metric, group_by, settings)
     report = write_report(runs, grids, out, settings, args.paths, (args.format,))
     return report, out

@@ -45,6 +45,8 @@ def sample_efficiency(report: dict[str, Any], path: Path) -> Path | None:
     if not curves:
         return None
     colors = _colors(report["groups_order"])
+    references = {r["reference"] for r in report["settings"].get("references", [])}  # (--reference)
+    colors.update({r: "0.3" for r in references})  # a reference: grey and dashed, behind the groups
     fig, axes = _panels(len(curves), 5.2, 3.6)
     confidence = report["settings"]["confidence"]
     for ax, (env, entry) in zip(axes, curves.items(), strict=True):
@@ -53,7 +55,7 @@ def sample_efficiency(report: dict[str, Any], path: Path) -> Path | None:
             ax.plot(
                 steps,
                 c["iqm"],
-                "-",
+                "--" if group in references else "-",
                 marker="o" if steps.size < 30 else None,
                 ms=3,
                 color=colors[group],

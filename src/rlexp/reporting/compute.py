@@ -22,6 +22,10 @@ BAND_REPS = 2_000  # resamples for the bands of the figures: a band to see, not 
 PROFILE_POINTS = 101
 MAX_ALL_PAIRS = 12  # groups compared pair by pair, at most; more (a grid or a search): each against the best
 ALL_ENVS = "all envs"
+REFERENCE_TEST = (
+    "Mann-Whitney U, two-sided, of the group's scores against the reference seeds', Holm-corrected over the "
+    "groups compared with a reference: reproduced when p >= 0.05, else below or above by P(run > reference seed)"
+)
 
 
 @dataclass
@@ -35,6 +39,10 @@ class Settings:
     targets: dict[str, float] = field(default_factory=dict)  # env id (or "*": every env) -> target score
     baseline: str | None = None
     band_reps: int = BAND_REPS
+    reference: bool = False  # --reference: each group against the reference of its tuned file
+    # (group, env, reference group): the groups compared with their reference, and why others are not
+    references: list[tuple[str, str, str]] = field(default_factory=list)
+    reference_notes: list[str] = field(default_factory=list)
 
     def target(self, env: str) -> float | None:
         return self.targets.get(env, self.targets.get("*"))
@@ -54,6 +62,14 @@ class Settings:
             "tests": "Welch's t-test and Mann-Whitney U, two-sided, Holm-corrected over all comparisons",
             "power": {"power": significance.POWER, "alpha": significance.ALPHA, "test": "Welch, two-sided"},
             "effect_size": "Hedges' g (pooled std, small-sample corrected)",
+            **(
+                {
+                    "reference_test": REFERENCE_TEST,
+                    "references": [{"group": g, "env": e, "reference": r} for g, e, r in self.references],
+                }
+                if self.references
+                else {}
+            ),
         }
 
 
@@ -224,6 +240,40 @@ def _comparisons(c: _Cells) -> list[dict[str, Any]]:
     return rows
 
 
+def _reference_verdicts(c: _Cells) -> list[dict[str, Any]]:
+    """Each group compared with its reference: did it reproduce what its tuned file should reach? The
+    report's own test (Mann-Whitney U: no normality, which RL's scores lack), Holm-corrected over these
+    verdicts; "undecided" for a single run, where the test says nothing."""
+    rows = []
+    for group, env, reference in c.s.references:
+        if not (c.has(group, env) and c.has(reference, env)):
+            continue
+        x, y = c.scores(group, env), c.scores(reference, env)
+        beats = float((x[:, None] > y[None, :]).mean() + 0.5 * (x[:, None] == y[None, :]).mean())
+        rows.append(
+            {
+                "group": group,
+                "env": env,
+                "reference": reference,
+                "n": int(x.size),
+                "n_reference": int(y.size),
+                "iqm": float(bootstrap.iqm(x)),
+                "reference_iqm": float(bootstrap.iqm(y)),
+                "p_run_beats_reference": beats,
+                "mann_whitney_p": significance.mann_whitney_p(x, y),
+            }
+        )
+    for row, adjusted in zip(rows, significance.holm([r["mann_whitney_p"] for r in rows]), strict=True):
+        row["mann_whitney_p_holm"] = adjusted
+        if adjusted is None:
+            row["verdict"] = "undecided"
+        elif adjusted >= significance.ALPHA:
+            row["verdict"] = "reproduced"
+        else:
+            row["verdict"] = "above" if row["p_run_beats_reference"] > 0.5 else "below"
+    return rows
+
+
 def _curves(c: _Cells) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for env in c.envs:
@@ -373,10 +423,11 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
         },
         "groups_order": groups,
         "normalization": c.norm,
-        "notes": _notes(c, randoms),
+        "notes": _notes(c, randoms) + s.reference_notes,
         "groups": _group_rows(c),
         "aggregate": _aggregate_rows(c),
         "comparisons": _comparisons(c),
+        "reference_verdicts": _reference_verdicts(c),
         "curves": _curves(c),
         "profiles": _profiles(c),
         "runs": [_run_row(r, differing) for r in runs],

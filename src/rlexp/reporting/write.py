@@ -151,6 +151,41 @@ def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: lis
                 ],
             ),
         ]
+    if report.get("reference_verdicts"):
+        lines += [
+            "",
+            "## Against the reference",
+            "",
+            f"Each group against the reference results of its tuned file ({s['reference_test']}).",
+            "",
+            _table(
+                [
+                    "group",
+                    "env",
+                    "reference",
+                    "seeds",
+                    "IQM",
+                    "reference IQM",
+                    "P(run > reference seed)",
+                    "Mann-Whitney p (Holm)",
+                    "verdict",
+                ],
+                [
+                    [
+                        r["group"],
+                        r["env"],
+                        r["reference"],
+                        f"{r['n']} vs {r['n_reference']}",
+                        _num(r["iqm"]),
+                        _num(r["reference_iqm"]),
+                        _num(r["p_run_beats_reference"]),
+                        _p(r["mann_whitney_p_holm"]),
+                        f"**{r['verdict']}**",
+                    ]
+                    for r in report["reference_verdicts"]
+                ],
+            ),
+        ]
     pngs = {name: p for name, paths in figures.items() for p in paths if p.suffix == ".png"}
     if pngs:
         lines += ["", "## Figures", ""]

@@ -31,7 +31,7 @@ from rlexp.monitor.baseline import random_baseline
 from rlexp.monitor.evaluation import final_evaluation
 from rlexp.monitor.health import judge_final
 from rlexp.monitor.solved import stop_threshold
-from rlexp.reporting.reference import run_verdict
+from rlexp.references.verdict import run_verdict
 from rlexp.run.failure import diverged, record_failure
 from rlexp.run.record import ABSENT, RunRecord
 from rlexp.run.restore import restore_evaluation_state

@@ -83,7 +83,7 @@ class RunRecord:
     steps_per_second: float | _Absent = ABSENT
     best_eval: Score | _Absent | None = ABSENT  # null: no periodic evaluation
     final_eval: Score | _Absent = ABSENT
-    # where the final eval falls among the reference results of the tuned pair (rlexp.reporting.reference)
+    # where the final eval falls among the reference results of the tuned pair (rlexp.references.verdict)
     reference: dict[str, Any] | _Absent = ABSENT
     end_time: str | _Absent = ABSENT
     error: str | _Absent = ABSENT

@@ -11,77 +11,19 @@ in which the run differs from the reference's config (a user tuning by hand want
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from importlib.resources import files
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
+from rlexp.references.files import MIN_SEEDS, Reference, load_reference
 from rlexp.stats.scores import confidence_interval, iqm
 
-FORMAT = 1
-MIN_SEEDS = 5  # fewer reference seeds say nothing about a distribution
 # config keys that do not change what a run computes (threads, logging, where files go, what is drawn)
 IGNORED = {"seed", "torch_threads", "curves", "device", "trained_agent", "search_space", "tuned_source"}
 IGNORED_PREFIXES = ("logger.", "random_baseline.", "diagnostics.", "callbacks.progress_bar", "callbacks.checkpoint.")
 SAME_RESULTS = {"auto", "dummy", "lean", "numpy", "subproc"}  # env.vec_env values with DummyVecEnv's numbers
-
-
-@dataclass(frozen=True)
-class Reference:
-    name: str  # the tuned file (ppo_cartpole)
-    env_id: str
-    n_timesteps: int
-    finals: np.ndarray  # one final evaluation per reference seed
-    curve_steps: np.ndarray  # the periodic evaluations' steps, and each seed's mean at them (seeds x steps)
-    curves: np.ndarray
-    config: dict[str, Any]
-
-    def at(self, steps: int) -> tuple[np.ndarray, int] | None:
-        """The reference scores a run that ended at ``steps`` is compared with, and their step (None: the run
-        ended before the reference's first evaluation, where there is nothing to compare with)."""
-        if steps >= self.n_timesteps:
-            return self.finals, self.n_timesteps
-        i = int(np.searchsorted(self.curve_steps, steps, side="right")) - 1
-        if i < 0:
-            return None
-        return self.curves[:, i], int(self.curve_steps[i])
-
-
-def reference_dir() -> Path:
-    return Path(str(files("rlexp.data"))) / "reference"
-
-
-def load_reference(name: str, path: Path | None = None) -> Reference | None:
-    """The reference of a tuned file (None: there is none); a file that cannot be read is a one-line error."""
-    path = path or reference_dir() / f"{name}.json"
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-        if data.get("format") != FORMAT:
-            raise ValueError(f"format {data.get('format')!r}, this rlexp reads {FORMAT}")
-        seeds = list(data["seeds"].values())
-        steps = seeds[0]["curve"]["steps"] if seeds else []
-        curves = [s["curve"]["mean"] for s in seeds if s["curve"]["steps"] == steps]
-        if len(curves) != len(seeds):
-            raise ValueError("its seeds' curves have different steps")
-        return Reference(
-            name=name,
-            env_id=data["env_id"],
-            n_timesteps=int(data["n_timesteps"]),
-            finals=np.array([float(s["final"]) for s in seeds]),
-            curve_steps=np.array(steps, dtype=np.int64),
-            curves=np.array(curves, dtype=np.float64).reshape(len(seeds), len(steps)),
-            config=data["config"],
-        )
-    except (ValueError, KeyError, TypeError, IndexError) as err:
-        raise ConfigError(f"reference {path}: unreadable ({err}); re-run benchmarks/reference.py") from None
 
 
 def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:

@@ -1,0 +1,103 @@
+"""The reference results as one more group of a report (``rlexp report --reference``): each group's runs
+compared with the reference of their tuned file on their env, its seeds scored as runs are."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlexp.errors import ConfigError
+from rlexp.references.files import MIN_SEEDS, Reference, load_reference, reference_dir
+from rlexp.reporting.metrics import Metric
+from rlexp.reporting.runs import Run
+
+
+def reference_group(name: str) -> str:
+    return f"reference {name}"
+
+
+def _trained(runs: list[Run]) -> set[int]:
+    return {int(r.summary.get("steps_done") or r.config.get("n_timesteps") or 0) for r in runs}
+
+
+def _comparable(reference: Reference, runs: list[Run], metric: Metric) -> str | None:
+    """Why the runs of one group and env cannot be compared with their reference (None: they can)."""
+    if metric.name == "final":
+        trained = _trained(runs)
+        if trained != {reference.n_timesteps}:
+            steps = ", ".join(f"{t:,}" for t in sorted(trained))
+            return (
+                f"trained {steps} steps and the reference {reference.name} {reference.n_timesteps:,}: compare them "
+                "at a step both evaluated with --metric at:STEP"
+            )
+        return None
+    if reference.curve_steps.size == 0 or not reference.curve_steps[0] <= metric.step <= reference.curve_steps[-1]:
+        span = (
+            f"from step {reference.curve_steps[0]:,} to {reference.curve_steps[-1]:,}"
+            if reference.curve_steps.size
+            else "at no step"
+        )
+        return f"the reference {reference.name} evaluated {span}, not at {metric.step:,.0f}"
+    return None
+
+
+def reference_runs(runs: list[Run], metric: Metric) -> tuple[list[Run], list[tuple[str, str, str]], list[str]]:
+    """The reference of each group's tuned file on its env, as runs of one more group each ("reference
+    <tuned file>": its seeds' final evaluations and curves, scored by the report as any run), which groups
+    are compared with which, and a line for each group and env that has nothing to be compared with.
+
+    Only ``--metric final`` (at the reference's budget) and ``at:STEP`` (a step on its curve) are what a
+    reference records. None compared at all is a one-line error."""
+    if metric.name not in ("final", "at"):
+        raise ConfigError(
+            f"--reference with --metric {metric.text()}: a reference records final evaluations and learning "
+            "curves; compare with --metric final or at:STEP"
+        )
+    cells: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        if run.left_out is None:
+            cells.setdefault((run.group, run.env), []).append(run)
+    added: dict[str, list[Run]] = {}
+    pairs: list[tuple[str, str, str]] = []
+    notes: list[str] = []
+    for (group, env), cell in cells.items():
+        tuned = {str(r.config.get("tuned_file") or "") for r in cell}
+        name = tuned.pop() if len(tuned) == 1 else ""
+        reference = load_reference(name) if name else None
+        if reference is None or reference.env_id != env:
+            what = f"tuned file {name}" if name else "no tuned file" if not tuned else "several tuned files"
+            notes.append(f"{group} on {env}: no reference ({what}; rlexp list shows the pairs that have one)")
+            continue
+        why = _comparable(reference, cell, metric)
+        if why is None and reference.finals.size < MIN_SEEDS:
+            why = f"the reference {name} has {reference.finals.size} seeds, too few (at least {MIN_SEEDS})"
+        if why is not None:
+            notes.append(f"{group} on {env}: {why}")
+            continue
+        pairs.append((group, env, reference_group(name)))
+        if name not in added:
+            added[name] = [_as_run(reference, i) for i in range(reference.finals.size)]
+    if not pairs:
+        raise ConfigError(
+            "--reference: nothing to compare: " + "; ".join(notes[:3]) + ("; ..." if len(notes) > 3 else "")
+        )
+    return [run for found in added.values() for run in found], pairs, notes
+
+
+def _as_run(reference: Reference, i: int) -> Run:
+    """Reference seed ``i`` as a completed run of the reference's group."""
+    summary = {
+        "status": "completed",
+        "env_id": reference.env_id,
+        "algo": reference.name.split("_", 1)[0],
+        "seed": int(reference.seeds[i]) if i < len(reference.seeds) and reference.seeds[i].isdigit() else i,
+        "final_eval": {"mean": float(reference.finals[i])},
+        "steps_done": reference.n_timesteps,
+    }
+    return Run(
+        dir=reference.path or reference_dir() / f"{reference.name}.json",
+        summary=summary,
+        config=reference.config,
+        group=reference_group(reference.name),
+        eval_steps=reference.curve_steps.astype(np.float64),
+        eval_means=reference.curves[i],
+    )
