@@ -342,6 +342,17 @@ def _local_parallel(cwd: Path, ran: list[Ran]) -> None:
     assert len(jobs) == 4 and all(_summary(j)["status"] == "completed" for j in jobs)
 
 
+def _trusted(cwd: Path, ran: list[Ran]) -> None:
+    """The run of the user's own wrapper opened with --trust; without it, one line and nothing written."""
+    run = cwd / newest_run(cwd, "ppo-cartpole")
+    assert len(list((run / "eval").glob("*.json"))) == 1
+    exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
+    refused = subprocess.run([exe, "evaluate", str(run), "--episodes", "1"], cwd=cwd, capture_output=True, text=True)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "names my_wrappers.Identity" in refused.stderr and "--trust my_wrappers" in refused.stderr
+    assert len(list((run / "eval").glob("*.json"))) == 1
+
+
 # page -> (a piece of the block's code, the check of (block dir, what ran))
 PROMISES: dict[str, list[tuple[str, Callable[[Path, list[Ran]], None]]]] = {
     "getting-started.md": [("rlexp evaluate", _getting_started)],
@@ -367,6 +378,7 @@ PROMISES: dict[str, list[tuple[str, Callable[[Path, list[Ran]], None]]]] = {
     "guides/tune.md": [("tuned=ppo_cartpole_search", _search)],
     "guides/trackers.md": [("logger=mlflow", _trackers)],
     "guides/cluster.md": [("local_parallel seed=0,1,2,3", _local_parallel)],
+    "guides/security.md": [("--trust my_wrappers", _trusted)],
 }
 
 

@@ -23,10 +23,11 @@ REPORT_TABLES = ("groups", "aggregate", "comparisons", "reference_verdicts", "ru
 class Run:
     """A run dir: its config.yaml, summary.json and saved agents (final, best, step_<N>)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, trust: Sequence[str] = ()) -> None:
         from rlexp.rundir.contract import CONFIG_FILE
 
         self.dir = Path(path)
+        self.trust = list(trust)  # packages its config may name beyond rlexp's allow-list (rlexp.rundir.trust)
         if not (self.dir / CONFIG_FILE).is_file():
             raise ConfigError(f"{path}: no {CONFIG_FILE} (not an rlexp run dir)")
 
@@ -48,7 +49,7 @@ class Run:
         """The config the run trained with (config.yaml, typed by the schema)."""
         from rlexp.rundir.contract import read_config
 
-        return read_config(self.dir, remedy="not a run dir of this rlexp?")
+        return read_config(self.dir, remedy="not a run dir of this rlexp?", trust=self.trust)
 
     def load_agent(self, which: str = "final") -> BaseAlgorithm:
         """The agent ``which`` (final, best or step_<N>), its env the run's eval env with the agent's
@@ -57,7 +58,7 @@ class Run:
         from rlexp.build.model import load_agent
         from rlexp.rundir.agents import open_agent
 
-        agent = open_agent(str(self.dir), which)
+        agent = open_agent(str(self.dir), which, self.trust)
         env = build_vec_env(agent.cfg.env, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=1)
         return load_agent(agent.cfg, agent.model, env=env)
 
@@ -68,7 +69,7 @@ class Run:
         from rlexp.commands import evaluate
 
         with _torch_threads_kept():
-            record, _ = evaluate.score(_arguments("evaluate", [str(self.dir)], options))
+            record, _ = evaluate.score(_arguments("evaluate", [str(self.dir)], {"trust": self.trust, **options}))
         return record
 
     def export(self, **options: Any) -> Path:
@@ -77,15 +78,16 @@ class Run:
         parity.json). A failed parity check raises ConfigError and keeps the earlier export."""
         from rlexp.commands import export
 
-        argv = [str(self.dir), *_flags(options)]
+        argv = [str(self.dir), *_flags({"trust": self.trust, **options})]
         with _torch_threads_kept():
             _, out, _ = export.export(_arguments("export", argv, {}), argv)
         return out
 
 
-def load_run(path: str | Path) -> Run:
-    """The run in ``path`` (a run dir, also a search trial's or a SLURM job's)."""
-    return Run(path)
+def load_run(path: str | Path, trust: Sequence[str] = ()) -> Run:
+    """The run in ``path`` (a run dir, also a search trial's or a SLURM job's). Opening it builds nothing
+    its config names outside rlexp's allow-list unless ``trust`` names the package (or RLEXP_TRUST does)."""
+    return Run(path, trust)
 
 
 def report(paths: Sequence[str | Path], **options: Any) -> dict[str, pd.DataFrame]:
@@ -126,7 +128,7 @@ def _flags(options: dict[str, Any]) -> list[str]:
         if value is True:
             out.append(flag)
         elif isinstance(value, (list, tuple)):  # group_by=["algo", "seed"] -> --group-by algo,seed
-            out += [flag, ",".join(str(v) for v in value)]
+            out += [flag, ",".join(str(v) for v in value)] if value else []
         elif value is not None and value is not False:
             out += [flag, str(value)]
     return out

@@ -46,6 +46,19 @@ def add_agent_arguments(parser: argparse.ArgumentParser, episodes: int, verb: st
     parser.add_argument("--episodes", type=positive_int, default=episodes, help=f"episodes to {verb} ({episodes})")
     parser.add_argument("--seed", type=seed_int, help="seed of the first episode (default: the run's seed + 10000)")
     parser.add_argument("--stochastic", action="store_true", help="sample actions (default: the run's setting)")
+    add_trust_argument(parser)
+
+
+def add_trust_argument(parser: argparse.ArgumentParser) -> None:
+    """--trust PKG: a package whose code the run's config may name (rlexp.rundir.trust), repeatable."""
+    parser.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="PKG",
+        help="a package the run's config may name code of, beyond rlexp's allow-list (repeat, or PKG1,PKG2; "
+        "also RLEXP_TRUST): only for runs whose author you trust",
+    )
 
 
 class RaisingParser(argparse.ArgumentParser):

@@ -100,7 +100,7 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     from rlexp.rundir.contract import EVALUATE_DIR
     from rlexp.stats.scores import summarize
 
-    agent = open_agent(args.run, args.agent)
+    agent = open_agent(args.run, args.agent, args.trust)
     import torch
 
     torch.set_num_threads(job_threads(agent.cfg.torch_threads))

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlexp.commands.arguments import positive_int
+from rlexp.commands.arguments import add_trust_argument, positive_int
 from rlexp.errors import ConfigError
 
 if TYPE_CHECKING:  # SB3 and torch: loaded once the arguments are good
@@ -30,6 +30,7 @@ CHOICES = ("onnx", "torchscript", "all")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="a run dir (also a search trial's or a SLURM job's), or a model .zip in one")
     parser.add_argument("--agent", default="final", help="final (default), best, or step_<N>: a checkpoint")
+    add_trust_argument(parser)
     parser.add_argument("--format", choices=CHOICES, default="all", help="onnx, torchscript or all (default)")
     parser.add_argument("--out", type=Path, help="the export's dir (default <run>/export), replaced whole")
     parser.add_argument(
@@ -73,7 +74,7 @@ def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path,
     from rlexp.rundir.agents import open_agent
     from rlexp.rundir.atomic import check_replaceable
 
-    agent = open_agent(args.run, args.agent)
+    agent = open_agent(args.run, args.agent, args.trust)
     from rlexp.build.backends import is_sbx
 
     if is_sbx(agent.cfg):

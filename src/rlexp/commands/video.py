@@ -76,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
     imageio = _writer(args.format)
     from rlexp.rundir.agents import open_agent
 
-    agent = open_agent(args.run, args.agent)
+    agent = open_agent(args.run, args.agent, args.trust)
     _headless()
     from rlexp.rundir.atomic import atomic_write
     from rlexp.rundir.contract import VIDEOS_DIR

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -177,8 +178,10 @@ def _run_dir_of(path: Path) -> Path | None:
     return None
 
 
-def open_agent(path: str, agent: str = FINAL) -> SavedAgent:
-    """The agent ``agent`` of the run dir ``path``, or the model ``path`` (a .zip inside a run dir)."""
+def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> SavedAgent:
+    """The agent ``agent`` of the run dir ``path``, or the model ``path`` (a .zip inside a run dir). A run
+    whose config names code outside rlexp's allow-list is refused unless ``trust`` (or RLEXP_TRUST) names
+    its package (rlexp.rundir.trust)."""
     p = Path(path).expanduser()
     if p.is_file():
         run_dir = _run_dir_of(p)
@@ -187,7 +190,7 @@ def open_agent(path: str, agent: str = FINAL) -> SavedAgent:
         name = FINAL if p.parent == run_dir else p.parent.name if p.stem == "model" else p.stem
         if re.fullmatch(rf"{CHECKPOINT_PREFIX}\d+", name):
             name = f"{CHECKPOINT_PREFIX}{int(name.removeprefix(CHECKPOINT_PREFIX))}"
-        return _agent(name, p, run_dir)
+        return _agent(name, p, run_dir, trust)
     if not p.is_dir():
         raise ConfigError(f"{path}: no such run dir or model .zip")
     if not (p / CONFIG_FILE).is_file():
@@ -202,12 +205,12 @@ def open_agent(path: str, agent: str = FINAL) -> SavedAgent:
             f"--agent {agent}: {agent_dir / MODEL_FILE} does not exist"
             + (f" (this run has: {', '.join(have)})" if have else " (this run saved no agent yet)")
         )
-    return _agent(agent, agent_dir / MODEL_FILE, p)
+    return _agent(agent, agent_dir / MODEL_FILE, p, trust)
 
 
-def _agent(name: str, model: Path, run_dir: Path) -> SavedAgent:
+def _agent(name: str, model: Path, run_dir: Path, trust: Iterable[str]) -> SavedAgent:
     stats = model.parent / VECNORMALIZE_FILE
-    cfg = read_config(run_dir, remedy="not a run dir of this rlexp?")
+    cfg = read_config(run_dir, remedy="not a run dir of this rlexp?", trust=trust)
     if cfg.env.normalize and not stats.is_file():
         raise ConfigError(f"{model.parent}: no {VECNORMALIZE_FILE}, though the run used env.normalize=true")
     return SavedAgent(name, model, stats if stats.is_file() else None, cfg, run_dir, _batched_final_eval(run_dir))

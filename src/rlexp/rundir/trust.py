@@ -1,0 +1,114 @@
+"""What a run dir may make rlexp import and call when a command reads it: the trust boundary.
+
+A run dir can come from anyone, and opening it rebuilds its env, wrappers and agent from its
+config.yaml: every ``_target_`` there (and every dotted name handed to ``hydra.utils.get_class`` and
+its kind, and an env id's ``module:`` part, which gymnasium imports) names code that would run.
+Hydra's own refusal of a few names (``os.system``, ``subprocess.call``) is best effort, as Hydra says;
+rlexp checks the whole config against an allow-list before anything is built, and refuses the first
+name outside it in one line, saying how to trust it.
+
+Allowed: the classes of SB3, sb3-contrib, sbx, gymnasium's and MiniGrid's wrappers, torch's layers,
+activations and optimizers, Optuna's samplers and pruners (a class by its name: ``stable_baselines3.PPO``,
+never ``stable_baselines3.PPO.load``, nor a module's functions such as SB3's ``load_from_pkl``); rlexp's
+own schedules and wrappers; gymnasium's registered env ids and the env families rlexp registers. Anything
+else only when the user trusts its package: ``--trust PKG`` on the commands, ``trust=[...]`` in the
+Python API, or the ``RLEXP_TRUST`` setting (``RLEXP_TRUST=my_pkg,other_pkg``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rlexp.errors import ConfigError
+
+ENV_TRUST = "RLEXP_TRUST"
+# packages whose classes (a capitalised last name) a run may name
+CLASS_PACKAGES = (
+    "stable_baselines3.",
+    "sb3_contrib.",
+    "sbx.",
+    "gymnasium.wrappers.",
+    "minigrid.wrappers.",
+    "torch.nn.",
+    "torch.optim.",
+    "optuna.samplers.",
+    "optuna.pruners.",
+)
+# rlexp's own modules whose callables a config names (schedules, wrappers): they build objects from values
+RLEXP_MODULES = ("rlexp.build.schedules.", "rlexp.build.wrappers.")
+# hydra's resolvers of a dotted name: allowed when the name they resolve is
+NAME_RESOLVERS = {"hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object"}
+# packages an env id's "module:" part may import: the env families rlexp registers (rlexp.config.env_families)
+ENV_PACKAGES = {"gymnasium", "ale_py", "minigrid", "panda_gym", "highway_env", "pybullet_envs_gymnasium",
+                "gymnasium_robotics", "shimmy"}  # fmt: skip
+
+
+def trusted_packages(given: Iterable[str] = ()) -> set[str]:
+    """The packages the user trusts: ``given`` (--trust, trust=) and the RLEXP_TRUST setting."""
+    names = [*given, *os.environ.get(ENV_TRUST, "").split(",")]
+    return {n.strip() for name in names for n in name.split(",") if n.strip()}
+
+
+def _in_package(name: str, packages: Collection[str]) -> bool:
+    return any(name == p or name.startswith(f"{p}.") or name.startswith(f"{p}:") for p in packages)
+
+
+def allowed(name: str, trusted: Collection[str] = ()) -> bool:
+    """Whether a config may name ``name`` (a dotted callable) without the user trusting its package."""
+    if _in_package(name, trusted):
+        return True
+    if name.startswith(RLEXP_MODULES):
+        return True
+    last = name.rsplit(".", 1)[-1]
+    return name.startswith(CLASS_PACKAGES) and last[:1].isupper() and name.count(".") >= 1
+
+
+def _names(node: Any, where: str = "") -> Iterator[tuple[str, Any]]:
+    """(where, dotted name) for every callable a config names: ``_target_`` values, and the ``path`` of
+    hydra's name resolvers."""
+    if isinstance(node, dict):
+        target = node.get("_target_")
+        if "_target_" in node:
+            yield f"{where}_target_", target
+            if target in NAME_RESOLVERS:
+                yield f"{where}path", node.get("path")
+        for key, value in node.items():
+            yield from _names(value, f"{where}{key}.")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _names(value, f"{where}{i}.")
+
+
+def untrusted(config: dict[str, Any], trusted: Collection[str] = ()) -> list[tuple[str, str]]:
+    """(key, name) of each callable or env module the config names that is neither allowed nor trusted."""
+    found = []
+    for where, name in _names(config):
+        if name in NAME_RESOLVERS:
+            continue
+        if not isinstance(name, str) or not allowed(name, trusted):
+            found.append((where, str(name)))
+    env_id = (config.get("env") or {}).get("id") if isinstance(config.get("env"), dict) else None
+    if isinstance(env_id, str) and ":" in env_id:
+        module = env_id.split(":", 1)[0]
+        if module.split(".", 1)[0] not in ENV_PACKAGES and not _in_package(module, trusted):
+            found.append(("env.id", env_id))
+    return found
+
+
+def check_trusted(config: dict[str, Any], run_dir: Path, trust: Iterable[str] = ()) -> None:
+    """Refuses, in one line, a run dir whose config names code that is neither allowed nor trusted
+    (nothing of it has been imported or called yet)."""
+    refused = untrusted(config, trusted_packages(trust))
+    if not refused:
+        return
+    key, name = refused[0]
+    package = name.split(":", 1)[0].split(".", 1)[0] if key == "env.id" else name.split(".", 1)[0]
+    more = f" (and {len(refused) - 1} more: {', '.join(n for _, n in refused[1:4])})" if len(refused) > 1 else ""
+    raise ConfigError(
+        f"{run_dir / 'config.yaml'}: {key} names {name}{more}, which is not on rlexp's allow-list: opening "
+        f"this run would run that code. If you trust the run's author, open it with --trust {package} "
+        f"(or RLEXP_TRUST={package}; the Python API: trust=[{package!r}])"
+    )

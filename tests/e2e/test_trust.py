@@ -1,0 +1,125 @@
+"""Opening a stranger's run runs none of its code: every callable its config.yaml names (``_target_``,
+hydra's get_class/get_method paths, an env id's module) is checked against rlexp's allow-list before
+anything is built, by every command that opens an agent and by the Python API; ``--trust PKG`` (or
+RLEXP_TRUST, or ``trust=``) opens a run whose author the user trusts."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import FAST, rlexp_cli, stderr_lines
+
+import rlexp
+from rlexp.rundir.trust import allowed, untrusted
+
+WRAPPER = '''
+import gymnasium as gym
+
+
+class Identity(gym.Wrapper):
+    """A user's own wrapper: harmless, but code from the run's author."""
+'''
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    cwd = tmp_path_factory.mktemp("trained")
+    result = rlexp_cli([*FAST, "hydra.run.dir=run"], cwd)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return cwd / "run"
+
+
+def _tampered(run: Path, where: Path, change) -> Path:
+    copy = where / "stranger"
+    shutil.copytree(run, copy)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    change(config)
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    return copy
+
+
+def _wrapper(spec: dict):
+    return lambda config: config["env"].__setitem__("wrappers", {"extra": spec})
+
+
+TAMPERED = {
+    "os.system": (
+        _wrapper({"_target_": "os.system", "command": "touch PWNED"}),
+        "env.wrappers.extra._target_ names os.system",
+    ),
+    "nested numpy.load": (
+        _wrapper(
+            {
+                "_target_": "gymnasium.wrappers.TransformObservation",
+                "func": {"_target_": "numpy.load", "file": "evil.npy", "allow_pickle": True},
+            }
+        ),
+        "env.wrappers.extra.func._target_ names numpy.load",
+    ),
+    "get_method path": (
+        lambda c: c["algo"]["policy_kwargs"].__setitem__(
+            "activation_fn", {"_target_": "hydra.utils.get_method", "path": "os.system"}
+        ),
+        "algo.policy_kwargs.activation_fn.path names os.system",
+    ),
+    "a loader of SB3": (
+        _wrapper({"_target_": "stable_baselines3.common.save_util.load_from_pkl", "path": "evil.pkl"}),
+        "names stable_baselines3.common.save_util.load_from_pkl",
+    ),
+    "env module": (lambda c: c["env"].__setitem__("id", "evil_envs:Env-v0"), "env.id names evil_envs:Env-v0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERED))
+def test_every_reading_command_refuses_code_outside_the_allow_list(case: str, run: Path, tmp_path: Path) -> None:
+    change, expected = TAMPERED[case]
+    stranger = _tampered(run, tmp_path, change)
+    for verb in (["evaluate", "--episodes", "1"], ["export"], ["video", "--episodes", "1"]):
+        result = rlexp_cli([verb[0], str(stranger), *verb[1:]], tmp_path)
+        assert result.returncode == 1, (verb, result.stderr[-2000:])
+        (line,) = stderr_lines(result)
+        assert expected in line and "not on rlexp's allow-list" in line and "--trust " in line, line
+    with pytest.raises(rlexp.ConfigError, match="not on rlexp's allow-list"):
+        rlexp.load_run(stranger).load_agent()
+    with pytest.raises(rlexp.ConfigError, match="not on rlexp's allow-list"):
+        rlexp.load_run(stranger).config  # noqa: B018  (the property reads and checks it)
+    assert not (tmp_path / "PWNED").exists()
+    assert (
+        not (stranger / "eval").exists() and not (stranger / "export").exists() and not (stranger / "videos").exists()
+    )
+
+
+def test_a_trusted_package_opens_by_flag_setting_or_api(run: Path, tmp_path: Path) -> None:
+    (tmp_path / "my_wrappers.py").write_text(WRAPPER)
+    stranger = _tampered(run, tmp_path, _wrapper({"_target_": "my_wrappers.Identity"}))
+    refused = rlexp_cli(["evaluate", str(stranger), "--episodes", "1"], tmp_path)
+    assert refused.returncode == 1 and "--trust my_wrappers" in refused.stderr
+    env = {"PYTHONPATH": str(tmp_path)}
+    flag = rlexp_cli(["evaluate", str(stranger), "--episodes", "1", "--trust", "my_wrappers"], tmp_path, env=env)
+    assert flag.returncode == 0, flag.stderr[-2000:]
+    setting = rlexp_cli(
+        ["evaluate", str(stranger), "--episodes", "1"], tmp_path, env={**env, "RLEXP_TRUST": "my_wrappers"}
+    )
+    assert setting.returncode == 0, setting.stderr[-2000:]
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert rlexp.load_run(stranger, trust=["my_wrappers"]).evaluate(episodes=1)["episodes"] == 1
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_the_allow_list_takes_classes_not_functions_and_every_shipped_config_passes() -> None:
+    assert allowed("stable_baselines3.PPO") and allowed("torch.nn.ReLU") and allowed("sb3_contrib.TQC")
+    assert allowed("gymnasium.wrappers.TimeLimit") and allowed("rlexp.build.schedules.linear")
+    assert not allowed("stable_baselines3.PPO.load") and not allowed("torch.load") and not allowed("os.system")
+    assert not allowed("builtins.eval") and not allowed("rlexp.rundir.agents.load_model")
+    assert allowed("my_pkg.Wrapper", {"my_pkg"}) and not allowed("my_pkgx.Wrapper", {"my_pkg"})
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    for path in [*conf.glob("tuned/*.yaml"), *conf.glob("env/*.yaml"), *conf.glob("algo/*.yaml"),
+                 *conf.glob("wrappers/*.yaml"), *conf.glob("schedule/*.yaml")]:  # fmt: skip
+        assert untrusted(yaml.safe_load(path.read_text()) or {}) == [], path
