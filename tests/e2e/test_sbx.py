@@ -52,8 +52,11 @@ def test_sbx_run_dir_loads_in_sbx_and_evaluates_as_recorded(algo, tmp_path):
     mean, std = evaluate_policy(model, env, n_eval_episodes=3, deterministic=True)
     assert (mean, std) == (summary["final_eval"]["mean"], summary["final_eval"]["std"])
 
+    # sbx pickles its JAX policy whole into model.zip: opened only when trusted (rlexp.rundir.pickles)
+    refused = rlexp_cli(["evaluate", str(run), "--episodes", "3"], cwd=tmp_path)
+    assert refused.returncode == 1 and "--trust sbx" in refused.stderr and not (run / "eval").exists()
     # rlexp evaluate with the run's final episodes and seed gives final_eval
-    evaluated = rlexp_cli(["evaluate", str(run), "--episodes", "3"], cwd=tmp_path)
+    evaluated = rlexp_cli(["evaluate", str(run), "--episodes", "3", "--trust", "sbx"], cwd=tmp_path)
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     record = json.loads((run / "eval" / "final_seed10000_n3_envs3.json").read_text())
     assert (record["mean"], record["std"]) == (summary["final_eval"]["mean"], summary["final_eval"]["std"])

@@ -5,7 +5,13 @@ RLEXP_TRUST, or ``trust=``) opens a run whose author the user trusts."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import json
+import os
+import pickle
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,10 +32,72 @@ class Identity(gym.Wrapper):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
+    """A finished run with VecNormalize statistics (vecnormalize.pkl) beside its model.zip."""
     cwd = tmp_path_factory.mktemp("trained")
-    result = rlexp_cli([*FAST, "hydra.run.dir=run"], cwd)
+    result = rlexp_cli([*FAST, "env.normalize=true", "hydra.run.dir=run"], cwd)
     assert result.returncode == 0, result.stderr[-2000:]
     return cwd / "run"
+
+
+class Payload:
+    """What a tampered pickle holds: unpickling it calls os.system."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _tampered_zip(zip_path: Path, key: str, payload: bytes) -> None:
+    """model.zip with the pickled entry ``key`` of its data replaced (every other file kept as it is)."""
+    with zipfile.ZipFile(zip_path) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(files["data"])
+    data[key] = {":type:": "<class 'object'>", ":serialized:": base64.b64encode(payload).decode()}
+    files["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+
+
+@pytest.mark.parametrize("where", ["vecnormalize.pkl", "model.zip"])
+def test_a_tampered_pickle_runs_nothing(where: str, run: Path, tmp_path: Path) -> None:
+    """A VecNormalize pickle or a model zip entry whose unpickling calls os.system: every reading command
+    and the API refuse it in one line naming it; nothing runs, nothing is written. Plain SB3 would run it."""
+    stranger = tmp_path / "stranger"
+    shutil.copytree(run, stranger)
+    marker = tmp_path / "PWNED"
+    payload = pickle.dumps(Payload(marker))
+    if where == "vecnormalize.pkl":
+        (stranger / "vecnormalize.pkl").write_bytes(payload)
+    else:
+        _tampered_zip(stranger / "model.zip", "ep_info_buffer", payload)
+    for verb in (["evaluate", "--episodes", "1"], ["export"], ["video", "--episodes", "1"]):
+        result = rlexp_cli([verb[0], str(stranger), *verb[1:]], tmp_path)
+        assert result.returncode == 1, (verb, result.stderr[-2000:])
+        (line,) = stderr_lines(result)
+        assert "its pickle names posix.system, which is not on rlexp's allow-list" in line, line
+        assert where in line, line
+    with pytest.raises(rlexp.ConfigError, match=r"its pickle names posix\.system"):
+        rlexp.load_run(stranger).load_agent()
+    assert not marker.exists()
+    assert not any((stranger / d).exists() for d in ("eval", "export", "videos"))
+    # continuing it as a trained agent: refused before a run dir exists
+    continued = rlexp_cli([*FAST, "env.normalize=true", f"trained_agent={stranger}", "hydra.run.dir=cont"], tmp_path)
+    assert continued.returncode == 1 and "posix.system" in continued.stderr, continued.stderr[-2000:]
+    assert not marker.exists() and not (tmp_path / "cont").exists()
+    # the check is what stops it: SB3's own loading runs the payload
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    with contextlib.suppress(Exception):
+        if where == "vecnormalize.pkl":
+            VecNormalize.load(str(stranger / "vecnormalize.pkl"), None)  # type: ignore[arg-type]
+        else:
+            from stable_baselines3 import PPO
+
+            PPO.load(stranger / "model.zip")
+    assert marker.exists()
 
 
 def _tampered(run: Path, where: Path, change) -> Path:

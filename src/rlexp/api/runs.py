@@ -47,9 +47,9 @@ class Run:
     @property
     def config(self) -> DictConfig:
         """The config the run trained with (config.yaml, typed by the schema)."""
-        from rlexp.rundir.contract import read_config
+        from rlexp.rundir.trust import read_trusted_config
 
-        return read_config(self.dir, remedy="not a run dir of this rlexp?", trust=self.trust)
+        return read_trusted_config(self.dir, self.trust, remedy="not a run dir of this rlexp?")
 
     def load_agent(self, which: str = "final") -> BaseAlgorithm:
         """The agent ``which`` (final, best or step_<N>), its env the run's eval env with the agent's
@@ -59,8 +59,10 @@ class Run:
         from rlexp.rundir.agents import open_agent
 
         agent = open_agent(str(self.dir), which, self.trust)
-        env = build_vec_env(agent.cfg.env, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=1)
-        return load_agent(agent.cfg, agent.model, env=env)
+        env = build_vec_env(
+            agent.cfg.env, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=1, trust=agent.trust
+        )
+        return load_agent(agent.cfg, agent.model, env=env, trust=agent.trust)
 
     def evaluate(self, **options: Any) -> dict[str, Any]:
         """``rlexp evaluate RUN`` with ``options`` as its flags (episodes=100, agent="final", seed=None,

@@ -8,7 +8,7 @@ import importlib
 import os
 import re
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable
@@ -35,6 +35,7 @@ from rlexp.errors import ConfigError, one_line_error
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import FiniteEnv
 from rlexp.rundir.contract import EVAL_EPISODES, TRAIN_EPISODES
+from rlexp.rundir.pickles import load_vecnormalize
 from rlexp.vecenvs.choice import envpool_options, resolved
 from rlexp.vecenvs.lean import LeanVecEnv
 
@@ -219,6 +220,7 @@ def build_vec_env(
     render_mode: str | None = None,
     check_finite: bool = False,
     in_process: bool = False,
+    trust: Iterable[str] = (),
 ) -> VecEnv:
     """Train env (``for_eval=False``) or eval env with Monitor, wrappers, VecNormalize, frame stack.
 
@@ -228,7 +230,8 @@ def build_vec_env(
     (rlexp.vecenvs.choice); eval envs run in this process (subproc's are lean: the same results).
     ``check_finite``: NaN or inf in observations, rewards or actions raises Diverged (diagnostics.finite).
     ``in_process``: gymnasium envs as SB3 wraps them (lean or dummy), whatever env.vec_env says (an export
-    describes the env by its wrappers and frame stack).
+    describes the env by its wrappers and frame stack). ``normalize_stats`` is unpickled with rlexp's
+    allow-list and the packages in ``trust`` only (rlexp.rundir.pickles).
 
     The eval env uses but never updates the normalization statistics: they are synced from the
     train env before each evaluation (SB3's EvalCallback and ``sync_envs_normalization``).
@@ -257,7 +260,7 @@ def build_vec_env(
         )
     if check_finite and not isinstance(venv.action_space, gym.spaces.Dict):  # (SB3's check takes no Dict actions)
         venv = FiniteEnv(venv)  # under the normalization: the env's own values
-    return _vec_layers(venv, env_cfg, normalize_stats, for_eval, stacked)
+    return _vec_layers(venv, env_cfg, normalize_stats, for_eval, stacked, trust)
 
 
 def _vectorized(
@@ -326,13 +329,18 @@ def spec_threshold(env_id: str) -> float | None:
 
 
 def _vec_layers(
-    venv: VecEnv, env_cfg: DictConfig, normalize_stats: Path | None, for_eval: bool, stacked: bool = False
+    venv: VecEnv,
+    env_cfg: DictConfig,
+    normalize_stats: Path | None,
+    for_eval: bool,
+    stacked: bool = False,
+    trust: Iterable[str] = (),
 ) -> VecEnv:
     """Normalization, frame stack (unless the vector env stacks its frames) and channels-first images on top
     of the vector env."""
     if env_cfg.normalize:
         if normalize_stats is not None:
-            venv = VecNormalize.load(str(normalize_stats), venv)
+            venv = load_vecnormalize(normalize_stats, venv, trust)
         else:
             kwargs = OmegaConf.to_container(env_cfg.normalize_kwargs, resolve=True)
             try:

@@ -11,6 +11,7 @@ import inspect
 import re
 import warnings
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from rlexp.build.schedules import CONSTANT
 from rlexp.cluster.cpus import job_threads
 from rlexp.errors import ConfigError, collapsed, one_line_error
 from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE, read_summary
+from rlexp.rundir.pickles import model_objects, restricted_loads
+from rlexp.rundir.trust import trusted_packages
 
 # replay buffer of the front door's probe model: the configured size is checked, not allocated
 PROBE_BUFFER_SIZE = 1_000
@@ -250,8 +253,12 @@ def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
     path = cfg.trained_agent
     zip_path, model_dir = find_trained_agent(path)
     _refuse_another_algo(cfg, path, model_dir)
+    objects = _checked_objects(cfg, zip_path)  # (another's run: its pickles with the allow-list only)
+    stats = model_dir / VECNORMALIZE_FILE
+    if stats.is_file():
+        restricted_loads(stats.read_bytes(), str(stats))
     try:
-        data, _, _ = load_from_zip_file(zip_path, device="cpu", print_system_info=False)
+        data, _, _ = load_from_zip_file(zip_path, device="cpu", custom_objects=objects, print_system_info=False)
     except Exception as err:
         raise ConfigError(f"trained_agent={path}: {zip_path} cannot be read as an SB3 model ({err})") from None
     policy = (data or {}).get("policy_class")
@@ -285,23 +292,46 @@ def _describe(space: Any) -> str:
     return f"{type(space).__name__}{shape}" if type(space).__name__ == "Box" else str(space)[:200]
 
 
-def load_agent(cfg: DictConfig, zip_path: Path, device: str | None = None, env: VecEnv | None = None) -> BaseAlgorithm:
+def load_agent(
+    cfg: DictConfig, zip_path: Path, device: str | None = None, env: VecEnv | None = None, trust: Iterable[str] = ()
+) -> BaseAlgorithm:
     """A saved agent to act with (no replay buffer; ``env`` attached, if given): for the commands that
-    read runs; on ``device``, by default the run's."""
+    read runs; on ``device``, by default the run's. What SB3 pickled into the zip is unpickled with
+    rlexp's allow-list (and the packages in ``trust``) only (rlexp.rundir.pickles)."""
     cls = algo_class(cfg)
+    objects = _checked_objects(cfg, zip_path, trust)
     try:
-        return cls.load(zip_path, env=env, device=device or resolve_device(cfg), print_system_info=False)
+        return cls.load(
+            zip_path, env=env, device=device or resolve_device(cfg), custom_objects=objects, print_system_info=False
+        )
     except Exception as err:  # a damaged file, or another algorithm's
         raise ConfigError(f"{zip_path}: cannot be loaded as {cls.__name__} ({one_line_error(err)})") from None
 
 
-def load_model(cfg: DictConfig, path: str, env: VecEnv) -> BaseAlgorithm:
-    """A saved model with its replay buffer (when saved), its step counter intact."""
+def _checked_objects(cfg: DictConfig, zip_path: Path, trust: Iterable[str] = ()) -> dict[str, Any] | None:
+    """What SB3 pickled into a model zip, unpickled with the allow-list (rlexp.rundir.pickles); None (SB3's
+    own unpickling) for an sbx agent the user trusts: sbx pickles its whole JAX policy, functions included,
+    which no allow-list can open."""
+    if is_sbx(cfg):
+        if "sbx" not in trusted_packages(trust):
+            raise ConfigError(
+                f"{zip_path}: trained with backend=sbx, which pickles its JAX policy whole (code included) into "
+                "the zip: open it only if you trust the run's author, with --trust sbx (or RLEXP_TRUST=sbx)"
+            )
+        return None
+    return model_objects(zip_path, trust)
+
+
+def load_model(cfg: DictConfig, path: str, env: VecEnv, restricted: bool = True) -> BaseAlgorithm:
+    """A saved model with its replay buffer (when saved), its step counter intact. ``restricted``: what SB3
+    pickled into the zip is unpickled with rlexp's allow-list (and RLEXP_TRUST's packages) only, as for a
+    run that someone else may have written (trained_agent=); a run resuming in its own dir is not."""
     cls = algo_class(cfg)
     zip_path, model_dir = find_trained_agent(path)
     _refuse_another_algo(cfg, path, model_dir)
+    objects = _checked_objects(cfg, zip_path) if restricted else None
     try:
-        model = cls.load(zip_path, env=env, device=resolve_device(cfg), print_system_info=False)
+        model = cls.load(zip_path, env=env, device=resolve_device(cfg), custom_objects=objects, print_system_info=False)
     except Exception as err:  # SB3 raises whatever the mismatch trips over
         raise ConfigError(
             f"trained_agent={path} cannot be loaded as {cls.__name__} (another algorithm?): {err}"
@@ -309,15 +339,31 @@ def load_model(cfg: DictConfig, path: str, env: VecEnv) -> BaseAlgorithm:
     model.set_random_seed(cfg.seed)
     buffer = model_dir / REPLAY_BUFFER_FILE
     if isinstance(model, OffPolicyAlgorithm) and buffer.is_file():
-        model.load_replay_buffer(buffer)
+        if restricted:
+            _load_replay_buffer(model, buffer)
+        else:
+            model.load_replay_buffer(buffer)
     return model
+
+
+def _load_replay_buffer(model: OffPolicyAlgorithm, path: Path) -> None:
+    """SB3's ``load_replay_buffer``, unpickled with the allow-list only (rlexp.rundir.pickles)."""
+    from stable_baselines3 import HerReplayBuffer
+    from stable_baselines3.common.buffers import ReplayBuffer
+
+    buffer = restricted_loads(path.read_bytes(), str(path))
+    if not isinstance(buffer, ReplayBuffer):
+        raise ConfigError(f"{path}: holds a {type(buffer).__name__}, not a replay buffer")
+    model.replay_buffer = buffer
+    if isinstance(buffer, HerReplayBuffer):
+        buffer.set_env(model.env)
 
 
 def agent_for_run(cfg: DictConfig, env: VecEnv, resume: Path | None) -> BaseAlgorithm:
     """The agent a run trains: the one it saved before stopping (``resume``), the trained agent it continues
     (``trained_agent``), or a new one."""
     if resume is not None:
-        model = load_model(cfg, str(resume), env)
+        model = load_model(cfg, str(resume), env, restricted=False)
         # new episodes and exploration noise, not a replay of the run's first ones
         model.set_random_seed(cfg.seed + int(model.num_timesteps))
         return model

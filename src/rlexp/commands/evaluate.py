@@ -55,9 +55,11 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
             out.successes.append(bool(info["is_success"]))
 
     env_cfg = agent.cfg.env
-    with closed_at_end(build_vec_env(env_cfg, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=n_envs)) as env:
+    with closed_at_end(
+        build_vec_env(env_cfg, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=n_envs, trust=agent.trust)
+    ) as env:
         env.seed(seed)
-        model = load_agent(agent.cfg, agent.model)
+        model = load_agent(agent.cfg, agent.model, trust=agent.trust)
         model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         returns, lengths = evaluate_policy(
             model,

@@ -97,9 +97,18 @@ def _episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool) 
 
     env_cfg = agent.cfg.env
     with closed_at_end(
-        build_vec_env(env_cfg, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=1, render_mode="rgb_array")
+        build_vec_env(
+            env_cfg,
+            agent.cfg.seed,
+            None,
+            agent.stats,
+            for_eval=True,
+            n_envs=1,
+            render_mode="rgb_array",
+            trust=agent.trust,
+        )
     ) as env:
-        model = load_agent(agent.cfg, agent.model)
+        model = load_agent(agent.cfg, agent.model, trust=agent.trust)
         model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         fps = int(env.get_attr("metadata")[0].get("render_fps") or 30)
         for i in range(episodes):

@@ -32,9 +32,9 @@ from rlexp.rundir.contract import (
     VECNORMALIZE_FILE,
     checkpoint_dir,
     checkpoint_steps,
-    read_config,
     read_summary,
 )
+from rlexp.rundir.trust import read_trusted_config
 
 if TYPE_CHECKING:  # SB3 loads only when an agent is saved: the sweeper and `rlexp --help` stay quick
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -135,6 +135,7 @@ class SavedAgent:
     cfg: DictConfig
     out_dir: Path
     batched_final_eval: bool = True
+    trust: tuple[str, ...] = ()  # the packages the user trusts it to name (rlexp.rundir.trust)
 
     def episode_seed(self, seed: int | None) -> int:
         """The first episode's seed: by default the run's final evaluation's (its seed + 10000)."""
@@ -210,10 +211,12 @@ def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> Save
 
 def _agent(name: str, model: Path, run_dir: Path, trust: Iterable[str]) -> SavedAgent:
     stats = model.parent / VECNORMALIZE_FILE
-    cfg = read_config(run_dir, remedy="not a run dir of this rlexp?", trust=trust)
+    cfg = read_trusted_config(run_dir, trust, remedy="not a run dir of this rlexp?")
     if cfg.env.normalize and not stats.is_file():
         raise ConfigError(f"{model.parent}: no {VECNORMALIZE_FILE}, though the run used env.normalize=true")
-    return SavedAgent(name, model, stats if stats.is_file() else None, cfg, run_dir, _batched_final_eval(run_dir))
+    return SavedAgent(
+        name, model, stats if stats.is_file() else None, cfg, run_dir, _batched_final_eval(run_dir), tuple(trust)
+    )
 
 
 def _batched_final_eval(run_dir: Path) -> bool:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,26 +132,17 @@ def _moved_targets(node: Any) -> Any:
     return node
 
 
-def read_config(
-    run_dir: Path, remedy: str = "choose another run dir", trust: Iterable[str] | None = None
-) -> DictConfig:
+def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictConfig:
     """The run's config.yaml typed by today's schema: a key added since takes its default, so that a run
     of an older rlexp still compares equal to its own command and opens in the commands that read runs.
-    ``trust`` (a reading command's: the packages the user trusts, maybe none) checks every callable the
-    config names against rlexp's allow-list first (rlexp.rundir.trust); None: a run this process trains."""
+    (A command that builds what it names reads it with rlexp.rundir.trust.read_trusted_config.)"""
     from rlexp.config.schema import ExperimentConfig
-    from rlexp.rundir.trust import check_trusted
 
     path = run_dir / CONFIG_FILE
     try:
         saved = read_config_dict(run_dir)
-    except Exception as err:  # unreadable, not YAML
-        raise ConfigError(f"{path}: unreadable ({collapsed(err)[:300]}); {remedy}") from None
-    if trust is not None:
-        check_trusted(saved, run_dir, trust)
-    try:
         return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), saved)  # type: ignore[return-value]
-    except Exception as err:  # not a run's config (a schema error)
+    except Exception as err:  # unreadable, not YAML, or not a run's config (a schema error)
         raise ConfigError(f"{path}: unreadable ({collapsed(err)[:300]}); {remedy}") from None
 
 

@@ -22,23 +22,65 @@ from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from rlexp.errors import ConfigError
+from rlexp.rundir.contract import CONFIG_FILE, read_config
 
 ENV_TRUST = "RLEXP_TRUST"
-# packages whose classes (a capitalised last name) a run may name
-CLASS_PACKAGES = (
-    "stable_baselines3.",
-    "sb3_contrib.",
+# modules whose classes (a capitalised last name) a run may name: algorithms, policies, layers, wrappers,
+# buffers, noise, schedules, samplers. Not SB3's logger, Monitor or vector envs, whose constructors open
+# files or start processes, nor any module's functions (SB3's load_from_pkl, torch.load).
+CLASS_MODULES = (
+    "stable_baselines3",
+    "stable_baselines3.common.atari_wrappers",
+    "stable_baselines3.common.buffers",
+    "stable_baselines3.common.callbacks",
+    "stable_baselines3.common.noise",
+    "stable_baselines3.common.policies",
+    "stable_baselines3.common.running_mean_std",
+    "stable_baselines3.common.sb2_compat.",
+    "stable_baselines3.common.torch_layers",
+    "stable_baselines3.common.type_aliases",
+    "stable_baselines3.common.utils",
+    "stable_baselines3.common.vec_env.vec_normalize",
+    "stable_baselines3.her.",
+    "stable_baselines3.a2c.",
+    "stable_baselines3.ddpg.",
+    "stable_baselines3.dqn.",
+    "stable_baselines3.ppo.",
+    "stable_baselines3.sac.",
+    "stable_baselines3.td3.",
+    "sb3_contrib",
+    "sb3_contrib.common.",
+    "sb3_contrib.ars.",
+    "sb3_contrib.crossq.",
+    "sb3_contrib.ppo_mask.",
+    "sb3_contrib.ppo_recurrent.",
+    "sb3_contrib.qrdqn.",
+    "sb3_contrib.tqc.",
+    "sb3_contrib.trpo.",
+    "sbx",
     "sbx.",
+    "gymnasium.wrappers",
     "gymnasium.wrappers.",
-    "minigrid.wrappers.",
-    "torch.nn.",
+    "gymnasium.spaces",
+    "gymnasium.spaces.",
+    "minigrid.wrappers",
+    "torch.nn",
+    "torch.nn.modules.",
+    "torch.optim",
     "torch.optim.",
-    "optuna.samplers.",
-    "optuna.pruners.",
+    "optuna.samplers",
+    "optuna.pruners",
+    "rlexp.build.schedules",
+    "rlexp.build.wrappers",
+    "rlexp.run.schedules",
 )
+# classes of those modules that write files when built
+WRITERS = {"RecordVideo", "RecordEpisodeStatistics", "CheckpointCallback", "EvalCallback"}
 # rlexp's own modules whose callables a config names (schedules, wrappers): they build objects from values
-RLEXP_MODULES = ("rlexp.build.schedules.", "rlexp.build.wrappers.")
+RLEXP_MODULES = ("rlexp.build.schedules", "rlexp.build.wrappers")
 # hydra's resolvers of a dotted name: allowed when the name they resolve is
 NAME_RESOLVERS = {"hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object"}
 # packages an env id's "module:" part may import: the env families rlexp registers (rlexp.config.env_families)
@@ -46,24 +88,38 @@ ENV_PACKAGES = {"gymnasium", "ale_py", "minigrid", "panda_gym", "highway_env", "
                 "gymnasium_robotics", "shimmy"}  # fmt: skip
 
 
+# sbx pickles its whole policy into model.zip (JAX arrays, Flax modules, Optax's functions): trusting sbx
+# trusts what its pickles name
+STACKS = {"sbx": {"jax", "jaxlib", "flax", "optax"}}
+
+
 def trusted_packages(given: Iterable[str] = ()) -> set[str]:
-    """The packages the user trusts: ``given`` (--trust, trust=) and the RLEXP_TRUST setting."""
+    """The packages the user trusts: ``given`` (--trust, trust=) and the RLEXP_TRUST setting (and, for
+    sbx, the packages its pickles name)."""
     names = [*given, *os.environ.get(ENV_TRUST, "").split(",")]
-    return {n.strip() for name in names for n in name.split(",") if n.strip()}
+    found = {n.strip() for name in names for n in name.split(",") if n.strip()}
+    return found.union(*(STACKS.get(name, set()) for name in found))
 
 
 def _in_package(name: str, packages: Collection[str]) -> bool:
     return any(name == p or name.startswith(f"{p}.") or name.startswith(f"{p}:") for p in packages)
 
 
+def _class_module(module: str) -> bool:
+    """A module whose classes are allowed: one of CLASS_MODULES (a trailing dot: it and its submodules)."""
+    return any(module == m.rstrip(".") or (m.endswith(".") and module.startswith(m)) for m in CLASS_MODULES)
+
+
 def allowed(name: str, trusted: Collection[str] = ()) -> bool:
     """Whether a config may name ``name`` (a dotted callable) without the user trusting its package."""
     if _in_package(name, trusted):
         return True
-    if name.startswith(RLEXP_MODULES):
+    module, _, last = name.rpartition(".")
+    if module.startswith(RLEXP_MODULES):  # rlexp's schedule and wrapper builders, functions too
         return True
-    last = name.rsplit(".", 1)[-1]
-    return name.startswith(CLASS_PACKAGES) and last[:1].isupper() and name.count(".") >= 1
+    if module.startswith("gymnasium.wrappers") and last in WRITERS:
+        return False
+    return bool(module) and last[:1].isupper() and last not in WRITERS and _class_module(module)
 
 
 def _names(node: Any, where: str = "") -> Iterator[tuple[str, Any]]:
@@ -108,7 +164,15 @@ def check_trusted(config: dict[str, Any], run_dir: Path, trust: Iterable[str] = 
     package = name.split(":", 1)[0].split(".", 1)[0] if key == "env.id" else name.split(".", 1)[0]
     more = f" (and {len(refused) - 1} more: {', '.join(n for _, n in refused[1:4])})" if len(refused) > 1 else ""
     raise ConfigError(
-        f"{run_dir / 'config.yaml'}: {key} names {name}{more}, which is not on rlexp's allow-list: opening "
+        f"{run_dir / CONFIG_FILE}: {key} names {name}{more}, which is not on rlexp's allow-list: opening "
         f"this run would run that code. If you trust the run's author, open it with --trust {package} "
         f"(or RLEXP_TRUST={package}; the Python API: trust=[{package!r}])"
     )
+
+
+def read_trusted_config(run_dir: Path, trust: Iterable[str] = (), remedy: str = "choose another run dir") -> DictConfig:
+    """The run's config (rlexp.rundir.contract.read_config), refused in one line where it names code
+    outside the allow-list that ``trust`` (and RLEXP_TRUST) does not name: for the commands that build it."""
+    cfg = read_config(run_dir, remedy)
+    check_trusted(OmegaConf.to_container(cfg, resolve=False), run_dir, trust)  # type: ignore[arg-type]
+    return cfg

@@ -1,0 +1,117 @@
+"""The pickles of a run dir, read without running code from them: the objects SB3 pickles into a model
+zip (spaces, schedules, the policy class, buffers' classes) and the VecNormalize statistics.
+
+An unpickler imports and calls whatever the pickle names: a tampered ``vecnormalize.pkl`` or model zip
+runs its author's code when it is loaded (SB3's ``load`` unpickles with cloudpickle, VecNormalize's with
+pickle). rlexp unpickles them with the allowed names only (Python's "restricting globals"): the classes
+of rlexp.rundir.trust's allow-list, NumPy's array and random-generator constructors, gymnasium's spaces,
+a few builtins without side effects, and the packages the user trusts. A pickle that names anything else
+is refused in one line naming it; the model zip's own arrays are torch tensors, which SB3 already reads
+with ``torch.load(weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import pickle
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rlexp.errors import ConfigError
+from rlexp.rundir.trust import STACKS, allowed, trusted_packages
+
+# constructors a pickle of NumPy arrays, scalars, dtypes and random generators names (no function that
+# reads a file: numpy.load is not here)
+NUMPY_NAMES = {
+    "_frombuffer", "_reconstruct", "scalar", "dtype", "ndarray", "__generator_ctor", "__bit_generator_ctor",
+    "__randomstate_ctor", "__pyx_unpickle_SeedSequence", "SeedSequence", "PCG64", "PCG64DXSM", "MT19937",
+    "Philox", "SFC64", "Generator", "RandomState",
+}  # fmt: skip
+SAFE_GLOBALS = {
+    ("collections", "deque"),
+    ("collections", "OrderedDict"),
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("builtins", "slice"),
+    ("builtins", "range"),
+    ("builtins", "complex"),
+    ("builtins", "bytearray"),
+    ("builtins", "object"),
+    ("copyreg", "_reconstructor"),  # (rebuilds an object of a class it is given: that class is checked)
+    ("_codecs", "encode"),
+    ("functools", "partial"),  # (its function is checked)
+    ("torch", "device"),
+    ("torch", "float32"),
+    ("torch", "float64"),
+    ("jax._src.array", "_reconstruct_array"),  # (a JAX array from a NumPy one: sbx's random key)
+}
+
+
+class _Restricted(pickle.Unpickler):
+    def __init__(self, data: bytes, trusted: set[str]) -> None:
+        super().__init__(io.BytesIO(data))
+        self.trusted = trusted
+
+    def find_class(self, module: str, name: str) -> Any:
+        numpy = module == "numpy" or module.startswith(("numpy.core", "numpy._core", "numpy.random", "numpy.dtypes"))
+        if (
+            (module, name) in SAFE_GLOBALS
+            or (numpy and (name in NUMPY_NAMES or module == "numpy.dtypes"))
+            or allowed(f"{module}.{name}", self.trusted)
+        ):
+            return super().find_class(module, name)
+        raise _Refused(f"{module}.{name}")
+
+
+class _Refused(Exception):
+    pass
+
+
+def _refusal(what: str, name: str, trusted: set[str]) -> ConfigError:
+    package = name.split(".", 1)[0]
+    package = next((stack for stack, members in STACKS.items() if package in members), package)
+    return ConfigError(
+        f"{what}: its pickle names {name}, which is not on rlexp's allow-list: loading it would run that "
+        f"code. If you trust the run's author, open it with --trust {package} (or RLEXP_TRUST={package})"
+    )
+
+
+def restricted_loads(data: bytes, what: str, trust: Iterable[str] = ()) -> Any:
+    """``data`` unpickled with the allowed names only; anything else is a one-line ConfigError."""
+    trusted = trusted_packages(trust)
+    try:
+        return _Restricted(data, trusted).load()
+    except _Refused as refused:
+        raise _refusal(what, str(refused), trusted) from None
+    except Exception as err:  # a damaged pickle
+        raise ConfigError(f"{what}: unreadable pickle ({type(err).__name__}: {err})") from None
+
+
+def model_objects(zip_path: Path, trust: Iterable[str] = ()) -> dict[str, Any]:
+    """The objects SB3 pickles into a model zip's ``data`` (spaces, schedules, classes...), unpickled with
+    the allowed names only: SB3's ``load(custom_objects=...)`` takes them instead of unpickling its own."""
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            data = json.loads(archive.read("data"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as err:
+        raise ConfigError(f"{zip_path}: not an SB3 model zip ({type(err).__name__}: {err})") from None
+    return {
+        key: restricted_loads(base64.b64decode(item[":serialized:"]), f"{zip_path} ({key})", trust)
+        for key, item in data.items()
+        if isinstance(item, dict) and ":serialized:" in item
+    }
+
+
+def load_vecnormalize(path: Path, venv: Any, trust: Iterable[str] = ()) -> Any:
+    """SB3's ``VecNormalize.load`` with the allowed names only (the statistics, clip values and flags)."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    loaded = restricted_loads(path.read_bytes(), str(path), trust)
+    if not isinstance(loaded, VecNormalize):
+        raise ConfigError(f"{path}: holds a {type(loaded).__name__}, not VecNormalize statistics")
+    loaded.set_venv(venv)
+    return loaded
