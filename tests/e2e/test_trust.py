@@ -65,8 +65,7 @@ def _tampered_zip(zip_path: Path, key: str, payload: bytes) -> None:
 def test_a_tampered_pickle_runs_nothing(where: str, run: Path, tmp_path: Path) -> None:
     """A VecNormalize pickle or a model zip entry whose unpickling calls os.system: every reading command
     and the API refuse it in one line naming it; nothing runs, nothing is written. Plain SB3 would run it."""
-    stranger = tmp_path / "stranger"
-    shutil.copytree(run, stranger)
+    stranger = _forged(run, tmp_path)
     marker = tmp_path / "PWNED"
     payload = pickle.dumps(Payload(marker))
     if where == "vecnormalize.pkl":
@@ -100,9 +99,19 @@ def test_a_tampered_pickle_runs_nothing(where: str, run: Path, tmp_path: Path) -
     assert marker.exists()
 
 
-def _tampered(run: Path, where: Path, change) -> Path:
+def _forged(run: Path, where: Path) -> Path:
+    """A copy of the run whose summary.json has no checksums: as a tamperer who rewrites them leaves it
+    (or a run of an earlier release), so that what stops the code is the allow-list, not a checksum."""
     copy = where / "stranger"
     shutil.copytree(run, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    summary.pop("checksums", None)
+    (copy / "summary.json").write_text(json.dumps(summary))
+    return copy
+
+
+def _tampered(run: Path, where: Path, change) -> Path:
+    copy = _forged(run, where)
     config = yaml.safe_load((copy / "config.yaml").read_text())
     change(config)
     (copy / "config.yaml").write_text(yaml.safe_dump(config))
@@ -191,3 +200,27 @@ def test_the_allow_list_takes_classes_not_functions_and_every_shipped_config_pas
     for path in [*conf.glob("tuned/*.yaml"), *conf.glob("env/*.yaml"), *conf.glob("algo/*.yaml"),
                  *conf.glob("wrappers/*.yaml"), *conf.glob("schedule/*.yaml")]:  # fmt: skip
         assert untrusted(yaml.safe_load(path.read_text()) or {}) == [], path
+
+
+def test_a_file_changed_since_the_run_is_refused_and_verify_lists_it(run: Path, tmp_path: Path) -> None:
+    """summary.json records the sha256 of the config and of every agent's files; a reading command refuses
+    a file changed since in one line, the others still open, and `rlexp verify` reports each."""
+    recorded = json.loads((run / "summary.json").read_text())["checksums"]
+    assert {"config.yaml", "model.zip", "vecnormalize.pkl", "best/model.zip"} <= set(recorded)
+    stranger = tmp_path / "stranger"
+    shutil.copytree(run, stranger)
+    verified = rlexp_cli(["verify", str(stranger)], tmp_path)
+    assert verified.returncode == 0 and verified.stdout.strip().endswith("as written and allowed"), verified.stdout
+    with zipfile.ZipFile(stranger / "best" / "model.zip") as archive:  # a valid zip, one value changed
+        data = json.loads(archive.read("data"))
+    _tampered_zip(stranger / "best" / "model.zip", "ep_info_buffer", pickle.dumps(None))
+    assert data  # (it was an SB3 zip)
+    refused = rlexp_cli(["evaluate", str(stranger), "--agent", "best", "--episodes", "1"], tmp_path)
+    assert refused.returncode == 1
+    (line,) = stderr_lines(refused)
+    assert f"{stranger / 'best' / 'model.zip'}: changed since the run wrote it" in line, line
+    assert rlexp_cli(["evaluate", str(stranger), "--episodes", "1"], tmp_path).returncode == 0  # final: unchanged
+    verified = rlexp_cli(["verify", str(stranger)], tmp_path)
+    assert verified.returncode == 1
+    assert any(line.split() == ["best/model.zip", "CHANGED", "since", "the", "run", "wrote", "it"]
+               for line in verified.stdout.splitlines()), verified.stdout  # fmt: skip

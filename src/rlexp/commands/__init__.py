@@ -22,6 +22,7 @@ VERBS = {
     "report": "compare groups of runs over seeds: IQM, bootstrap CIs, tests, curves, tables",
     "export": "export an agent to ONNX and TorchScript, normalization inside, parity-checked",
     "list": "list the tuned (algorithm, env) pairs: env ids, families, budgets, sources",
+    "verify": "check a run dir's files against its checksums, and its config and pickles against the allow-list",
 }
 
 

@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from rlexp.build.backends import algo_target, is_sbx
 from rlexp.errors import Interrupted
+from rlexp.rundir.checksums import run_checksums
 from rlexp.rundir.contract import ABORTED, COMPLETED, FAILED, INTERRUPTED, PRUNED, RUNNING, write_summary
 from rlexp.rundir.provenance import provenance
 
@@ -85,6 +86,7 @@ class RunRecord:
     final_eval: Score | _Absent = ABSENT
     # where the final eval falls among the reference results of the tuned pair (rlexp.references.verdict)
     reference: dict[str, Any] | _Absent = ABSENT
+    checksums: dict[str, str] | _Absent = ABSENT  # the config's and the agents' files (rlexp.rundir.checksums)
     end_time: str | _Absent = ABSENT
     error: str | _Absent = ABSENT
     resumed: list[dict[str, Any]] | _Absent = ABSENT  # each resumption: its step and time
@@ -187,7 +189,7 @@ class RunRecord:
 
     def resume(self, step: int, threads: int, cfg: DictConfig) -> None:
         """The run goes on from ``step``, in this process and on this host."""
-        self.error = ABSENT
+        self.error, self.checksums = ABSENT, ABSENT  # (its agents change again)
         self.resumed = [*(self.resumed if isinstance(self.resumed, list) else []), {"step": step, "time": now()}]
         self.status, self.torch_threads = RUNNING, threads
         for key, value in provenance(is_sbx(cfg)).items():
@@ -201,6 +203,7 @@ class RunRecord:
 
     def complete(self) -> None:
         self.status, self.end_time = COMPLETED, now()
+        self.checksums = run_checksums(Path(self.run_dir))
 
 
 def failure_status(err: BaseException) -> str:

@@ -21,6 +21,7 @@ from rlexp.errors import ConfigError, one_line_error
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import check_parameters
 from rlexp.rundir.atomic import atomic_write, fsync_dir, remove_partial_saves
+from rlexp.rundir.checksums import check_unchanged
 from rlexp.rundir.contract import (
     BEST_DIR,
     CHECKPOINT_DIR,
@@ -212,6 +213,7 @@ def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> Save
 def _agent(name: str, model: Path, run_dir: Path, trust: Iterable[str]) -> SavedAgent:
     stats = model.parent / VECNORMALIZE_FILE
     cfg = read_trusted_config(run_dir, trust, remedy="not a run dir of this rlexp?")
+    check_unchanged(run_dir, read_summary(run_dir), [run_dir / CONFIG_FILE, model, stats])
     if cfg.env.normalize and not stats.is_file():
         raise ConfigError(f"{model.parent}: no {VECNORMALIZE_FILE}, though the run used env.normalize=true")
     return SavedAgent(
