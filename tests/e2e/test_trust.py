@@ -224,3 +224,24 @@ def test_a_file_changed_since_the_run_is_refused_and_verify_lists_it(run: Path, 
     assert verified.returncode == 1
     assert any(line.split() == ["best/model.zip", "CHANGED", "since", "the", "run", "wrote", "it"]
                for line in verified.stdout.splitlines()), verified.stdout  # fmt: skip
+
+
+def test_an_evaluation_record_names_the_agent_it_scored_and_a_running_run_says_so(run: Path, tmp_path: Path) -> None:
+    """A run still training may replace best/ after it is evaluated: the record carries the agent's step
+    and sha256 and the run's status, and the command says so in a line."""
+    stranger = _forged(run, tmp_path)
+    summary = json.loads((stranger / "summary.json").read_text())
+    summary["status"] = "running"
+    (stranger / "summary.json").write_text(json.dumps(summary))
+    result = rlexp_cli(["evaluate", str(stranger), "--agent", "best", "--episodes", "2"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (record_file,) = (stranger / "eval").glob("best_*.json")
+    record = json.loads(record_file.read_text())
+    import hashlib
+
+    assert record["agent_sha256"] == hashlib.sha256((stranger / "best" / "model.zip").read_bytes()).hexdigest()
+    assert record["run_status"] == "running" and record["agent_step"] > 0
+    assert (
+        f"rlexp: note: the run is still training: this scored its best agent of step {record['agent_step']:,} "
+        f"(sha256 {record['agent_sha256'][:12]}), which training may replace"
+    ) in result.stdout.splitlines()

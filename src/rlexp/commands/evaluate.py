@@ -37,6 +37,7 @@ class Episodes:
     returns: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     successes: list[bool] = field(default_factory=list)  # empty unless the env reports is_success
+    step: int = 0  # the agent's training steps (its num_timesteps)
 
 
 def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool, n_envs: int) -> Episodes:
@@ -60,6 +61,7 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
     ) as env:
         env.seed(seed)
         model = load_agent(agent.cfg, agent.model, trust=agent.trust)
+        out.step = int(model.num_timesteps)
         model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         returns, lengths = evaluate_policy(
             model,
@@ -99,10 +101,14 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     from rlexp.cluster.cpus import job_threads
     from rlexp.rundir.agents import open_agent
     from rlexp.rundir.atomic import atomic_write_json, atomic_write_text
-    from rlexp.rundir.contract import EVALUATE_DIR
+    from rlexp.rundir.checksums import sha256
+    from rlexp.rundir.contract import EVALUATE_DIR, RUNNING, read_summary
     from rlexp.stats.scores import summarize
 
     agent = open_agent(args.run, args.agent, args.trust)
+    # what was scored: the agent's bytes now (a run still training may replace best/ or the final agent)
+    checksum = sha256(agent.model)
+    status = (read_summary(agent.out_dir) or {}).get("status")
     import torch
 
     torch.set_num_threads(job_threads(agent.cfg.torch_threads))
@@ -114,6 +120,9 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     record = {
         "agent": agent.name,
         "model": str(agent.model),
+        "agent_step": episodes.step,
+        "agent_sha256": checksum,
+        "run_status": status,
         "seed": seed,
         "n_envs": n_envs,
         "deterministic": deterministic,
@@ -124,12 +133,22 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     out = agent.out_dir / EVALUATE_DIR / stem
     atomic_write_text(out.with_suffix(".csv"), _csv(episodes))
     atomic_write_json(out.with_suffix(".json"), record)
+    if status == RUNNING:
+        record["note"] = (
+            f"the run is still training: this scored its {agent.name} agent of step {episodes.step:,} "
+            f"(sha256 {checksum[:12]}), which training may replace"
+        )
     return record, out
 
 
 def _print(record: dict[str, Any], out: Path) -> None:
     mode = "deterministic" if record["deterministic"] else "stochastic"
-    print(f"rlexp: {record['agent']} agent, {record['episodes']} episodes (seed {record['seed']}, {mode})")
+    print(
+        f"rlexp: {record['agent']} agent (step {record['agent_step']:,}), {record['episodes']} episodes "
+        f"(seed {record['seed']}, {mode})"
+    )
+    if "note" in record:
+        print(f"rlexp: note: {record['note']}")
     print(f"  mean    {record['mean']:10.2f}   {_interval(record['ci95_mean'])}")
     print(f"  IQM     {record['iqm']:10.2f}   {_interval(record['ci95_iqm'])}")
     print(
