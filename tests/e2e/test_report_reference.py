@@ -175,3 +175,18 @@ def test_three_real_seeds_of_the_tuned_run_reproduce_the_reference(tmp_path: Pat
     found = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert [r["verdict"] for r in found["reference_verdicts"]] == ["reproduced"]
     assert "reference ppo_cartpole" in found["curves"]["CartPole-v1"]["groups"]
+
+
+def test_runs_at_the_budget_past_it_or_stopped_short(tmp_path: Path, capsys) -> None:
+    """PPO's last rollout takes a run a little past its budget (100,096 steps of 100,000): compared at the
+    budget; a run stopped early (callbacks.stop) is not at the budget: one line naming it."""
+    for seed in range(2):
+        _run(tmp_path / "runs" / f"r{seed}", seed, 500.0)
+        summary = json.loads((tmp_path / "runs" / f"r{seed}" / "summary.json").read_text())
+        summary["steps_done"] = 100_096 if seed == 0 else 60_000
+        (tmp_path / "runs" / f"r{seed}" / "summary.json").write_text(json.dumps(summary))
+    code, _, err = _report([str(tmp_path / "runs"), "--reference"], capsys)
+    assert code == 1 and "1 of its runs stopped before the budget (callbacks.stop?)" in err, err
+    shutil.rmtree(tmp_path / "runs" / "r1")
+    code, out, _ = _report([str(tmp_path / "runs"), "--reference"], capsys)
+    assert code == 0 and "undecided against the reference ppo_cartpole" in out, out

@@ -15,19 +15,26 @@ def reference_group(name: str) -> str:
     return f"reference {name}"
 
 
-def _trained(runs: list[Run]) -> set[int]:
-    return {int(r.summary.get("steps_done") or r.config.get("n_timesteps") or 0) for r in runs}
+def _budgets(runs: list[Run]) -> set[int]:
+    """The budgets the runs were given (n_timesteps; PPO's last rollout may take them a little past it)."""
+    return {int(r.config.get("n_timesteps") or r.summary.get("steps_done") or 0) for r in runs}
 
 
 def _comparable(reference: Reference, runs: list[Run], metric: Metric) -> str | None:
     """Why the runs of one group and env cannot be compared with their reference (None: they can)."""
     if metric.name == "final":
-        trained = _trained(runs)
-        if trained != {reference.n_timesteps}:
-            steps = ", ".join(f"{t:,}" for t in sorted(trained))
+        budgets = _budgets(runs)
+        if budgets != {reference.n_timesteps}:
+            steps = ", ".join(f"{t:,}" for t in sorted(budgets))
             return (
                 f"trained {steps} steps and the reference {reference.name} {reference.n_timesteps:,}: compare them "
                 "at a step both evaluated with --metric at:STEP"
+            )
+        short = [r for r in runs if int(r.summary.get("steps_done") or reference.n_timesteps) < reference.n_timesteps]
+        if short:
+            return (
+                f"{len(short)} of its runs stopped before the budget (callbacks.stop?): compare them at a step "
+                "all evaluated with --metric at:STEP"
             )
         return None
     if reference.curve_steps.size == 0 or not reference.curve_steps[0] <= metric.step <= reference.curve_steps[-1]:
