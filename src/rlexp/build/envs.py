@@ -70,9 +70,12 @@ def resolve_spec(env_id: str) -> EnvSpec:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _apply_wrappers(env: gym.Env, wrappers: list[dict[str, Any]]) -> gym.Env:
-    for spec in wrappers:
-        env = instantiate(spec, env)
+def _apply_wrappers(env: gym.Env, wrappers: dict[str, dict[str, Any]]) -> gym.Env:
+    for name, spec in wrappers.items():  # (the front door built each once: a failure here is rare)
+        try:
+            env = instantiate(spec, env)
+        except Exception as err:
+            raise ConfigError(f"env.wrappers.{name}: {one_line_error(err)}") from None
     return env
 
 
@@ -236,7 +239,7 @@ def build_vec_env(
     The eval env uses but never updates the normalization statistics: they are synced from the
     train env before each evaluation (SB3's EvalCallback and ``sync_envs_normalization``).
     """
-    wrappers = list(OmegaConf.to_container(env_cfg.wrappers, resolve=True).values())  # type: ignore[union-attr]
+    wrappers = OmegaConf.to_container(env_cfg.wrappers, resolve=True)  # (name -> spec)
     n_envs = n_envs or (1 if for_eval else env_cfg.n_envs)
     if monitor_dir is not None:
         monitor_dir.mkdir(parents=True, exist_ok=True)
