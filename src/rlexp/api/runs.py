@@ -47,9 +47,9 @@ class Run:
     @property
     def config(self) -> DictConfig:
         """The config the run trained with (config.yaml, typed by the schema)."""
-        from rlexp.rundir.trust import read_trusted_config
+        from rlexp.rundir.contract import read_config
 
-        return read_trusted_config(self.dir, self.trust, remedy="not a run dir of this rlexp?")
+        return read_config(self.dir, remedy="not a run dir of this rlexp?")  # (data: nothing built from it)
 
     def load_agent(self, which: str = "final") -> BaseAlgorithm:
         """The agent ``which`` (final, best or step_<N>), its env the run's eval env with the agent's

@@ -354,9 +354,11 @@ def _load_replay_buffer(model: OffPolicyAlgorithm, path: Path) -> None:
     buffer = restricted_loads(path.read_bytes(), str(path))
     if not isinstance(buffer, ReplayBuffer):
         raise ConfigError(f"{path}: holds a {type(buffer).__name__}, not a replay buffer")
+    buffer.device = model.device  # (as SB3's: an agent trained on a GPU continues on this device)
     model.replay_buffer = buffer
     if isinstance(buffer, HerReplayBuffer):
         buffer.set_env(model.env)
+        buffer.truncate_last_trajectory()  # (as SB3's: the last episode ended with the run)
 
 
 def agent_for_run(cfg: DictConfig, env: VecEnv, resume: Path | None) -> BaseAlgorithm:

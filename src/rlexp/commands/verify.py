@@ -48,9 +48,18 @@ def main(args: argparse.Namespace) -> int:
             state = "as written"
         print(f"  {name:<40} {state}")
     trusted = trusted_packages(args.trust)
-    refused = untrusted(read_config_dict(run_dir), trusted)
+    try:
+        config = read_config_dict(run_dir)
+    except Exception as err:  # not YAML, not a mapping
+        raise ConfigError(f"{run_dir / CONFIG_FILE}: unreadable ({type(err).__name__})") from None
+    refused = untrusted(config, trusted)
     for key, name in refused:
-        print(f"  {CONFIG_FILE}: {key} names {name}: not on the allow-list (--trust {name.split('.')[0]})")
+        why = (
+            "an interpolation, which rlexp never writes"
+            if "${" in name
+            else f"not on the allow-list (--trust {name.split('.')[0]})"
+        )
+        print(f"  {CONFIG_FILE}: {key} names {name[:80]}: {why}")
     problems += len(refused)
     if not refused:
         print(f"  {CONFIG_FILE}: names only allowed code")

@@ -43,7 +43,10 @@ def changed(run_dir: Path, recorded: dict[str, str], files: Iterable[Path]) -> l
     """Those of ``files`` whose sha256 is not the one recorded (files the run recorded none for pass)."""
     out = []
     for path in files:
-        key = path.resolve().relative_to(run_dir.resolve()).as_posix()
+        try:
+            key = path.relative_to(run_dir).as_posix()  # (the paths the run recorded: run_dir/...)
+        except ValueError:  # not inside the run dir: nothing recorded for it
+            continue
         if key in recorded and sha256(path) != recorded[key]:
             out.append(path)
     return out

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.errors import ConfigError
-from rlexp.rundir.trust import STACKS, allowed, trusted_packages
+from rlexp.rundir.trust import RLEXP_MODULES, STACKS, _class_module, _in_package, allowed_object, trusted_packages
 
 # constructors a pickle of NumPy arrays, scalars, dtypes and random generators names (no function that
 # reads a file: numpy.load is not here)
@@ -57,14 +57,27 @@ class _Restricted(pickle.Unpickler):
         self.trusted = trusted
 
     def find_class(self, module: str, name: str) -> Any:
+        # a dotted name walks attributes (protocol 4): "np.f2py.subprocess.Popen" from an allowed module
+        if "." in name or (module.startswith("_") and (module, name) not in SAFE_GLOBALS):
+            raise _Refused(f"{module}.{name}")
         numpy = module == "numpy" or module.startswith(("numpy.core", "numpy._core", "numpy.random", "numpy.dtypes"))
-        if (
-            (module, name) in SAFE_GLOBALS
-            or (numpy and (name in NUMPY_NAMES or module == "numpy.dtypes"))
-            or allowed(f"{module}.{name}", self.trusted)
+        if (module, name) in SAFE_GLOBALS or (
+            numpy and (name in NUMPY_NAMES or (module == "numpy.dtypes" and name.endswith("DType")))
         ):
             return super().find_class(module, name)
-        raise _Refused(f"{module}.{name}")
+        if _in_package(f"{module}.{name}", self.trusted):
+            return super().find_class(module, name)
+        if name.startswith("_") or not _allowed_module(module):
+            raise _Refused(f"{module}.{name}")
+        obj = super().find_class(module, name)  # (imports the module: one of an allowed package's, by now)
+        if not allowed_object(obj, name):
+            raise _Refused(f"{module}.{name}")
+        return obj
+
+
+def _allowed_module(module: str) -> bool:
+    """A module whose import the unpickler may trigger: one of the allow-list's class or rlexp modules."""
+    return module in RLEXP_MODULES or _class_module(module)
 
 
 class _Refused(Exception):
@@ -97,13 +110,16 @@ def model_objects(zip_path: Path, trust: Iterable[str] = ()) -> dict[str, Any]:
     try:
         with zipfile.ZipFile(zip_path) as archive:
             data = json.loads(archive.read("data"))
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as err:
+        if not isinstance(data, dict):
+            raise ValueError("its data is not a mapping")
+        pickled = {
+            key: base64.b64decode(item[":serialized:"], validate=True)
+            for key, item in data.items()
+            if isinstance(item, dict) and ":serialized:" in item
+        }
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as err:  # (binascii.Error: ValueError)
         raise ConfigError(f"{zip_path}: not an SB3 model zip ({type(err).__name__}: {err})") from None
-    return {
-        key: restricted_loads(base64.b64decode(item[":serialized:"]), f"{zip_path} ({key})", trust)
-        for key, item in data.items()
-        if isinstance(item, dict) and ":serialized:" in item
-    }
+    return {key: restricted_loads(blob, f"{zip_path} ({key})", trust) for key, blob in pickled.items()}
 
 
 def load_vecnormalize(path: Path, venv: Any, trust: Iterable[str] = ()) -> Any:

@@ -17,15 +17,16 @@ Python API, or the ``RLEXP_TRUST`` setting (``RLEXP_TRUST=my_pkg,other_pkg``).
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from rlexp.errors import ConfigError
-from rlexp.rundir.contract import CONFIG_FILE, read_config
+from rlexp.rundir.contract import CONFIG_FILE, read_config, read_config_dict
 
 ENV_TRUST = "RLEXP_TRUST"
 # modules whose classes (a capitalised last name) a run may name: algorithms, policies, layers, wrappers,
@@ -80,7 +81,7 @@ CLASS_MODULES = (
 # classes of those modules that write files when built
 WRITERS = {"RecordVideo", "RecordEpisodeStatistics", "CheckpointCallback", "EvalCallback"}
 # rlexp's own modules whose callables a config names (schedules, wrappers): they build objects from values
-RLEXP_MODULES = ("rlexp.build.schedules", "rlexp.build.wrappers")
+RLEXP_MODULES = ("rlexp.build.schedules", "rlexp.build.wrappers", "rlexp.run.schedules")
 # hydra's resolvers of a dotted name: allowed when the name they resolve is
 NAME_RESOLVERS = {"hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object"}
 # packages an env id's "module:" part may import: the env families rlexp registers (rlexp.config.env_families)
@@ -110,16 +111,37 @@ def _class_module(module: str) -> bool:
     return any(module == m.rstrip(".") or (m.endswith(".") and module.startswith(m)) for m in CLASS_MODULES)
 
 
+def allowed_object(obj: Any, name: str) -> bool:
+    """Whether ``obj``, found for the last part ``name`` of a dotted path, is what the allow-list means: a
+    class defined in a class module under that very name, or a callable of rlexp's own builders defined
+    there (not an attribute reached through a module's imports: ``...wrappers.gym.wrappers.importlib...``)."""
+    module = getattr(obj, "__module__", None) or ""
+    if getattr(obj, "__qualname__", None) != name or name in WRITERS:
+        return False
+    if module in RLEXP_MODULES:
+        return callable(obj)
+    return inspect.isclass(obj) and _class_module(module)
+
+
 def allowed(name: str, trusted: Collection[str] = ()) -> bool:
-    """Whether a config may name ``name`` (a dotted callable) without the user trusting its package."""
+    """Whether a config may name ``name`` (a dotted callable) without the user trusting its package: the
+    name passes the allow-list's rules as text, and the object it resolves to (importing only modules of
+    the allowed packages) is itself an allowed class or builder."""
     if _in_package(name, trusted):
         return True
     module, _, last = name.rpartition(".")
-    if module.startswith(RLEXP_MODULES):  # rlexp's schedule and wrapper builders, functions too
-        return True
-    if module.startswith("gymnasium.wrappers") and last in WRITERS:
+    parts = name.split(".")
+    if not module or any(not part or part.startswith("_") for part in parts):
         return False
-    return bool(module) and last[:1].isupper() and last not in WRITERS and _class_module(module)
+    if module not in RLEXP_MODULES and not (last[:1].isupper() and _class_module(module)):
+        return False
+    try:
+        from hydra.utils import get_object
+
+        obj = get_object(name)
+    except Exception:  # (not importable: not allowed)
+        return False
+    return allowed_object(obj, last)
 
 
 def _names(node: Any, where: str = "") -> Iterator[tuple[str, Any]]:
@@ -138,9 +160,23 @@ def _names(node: Any, where: str = "") -> Iterator[tuple[str, Any]]:
             yield from _names(value, f"{where}{i}.")
 
 
+def _interpolations(node: Any, where: str = "") -> Iterator[tuple[str, str]]:
+    """Strings with an OmegaConf interpolation (``${...}``): a run writes its config resolved, so one found
+    there was put in by hand, and could build a ``_target_`` the checks never see (``${oc.decode:...}``)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _interpolations(value, f"{where}{key}.")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _interpolations(value, f"{where}{i}.")
+    elif isinstance(node, str) and "${" in node:
+        yield where.rstrip("."), node
+
+
 def untrusted(config: dict[str, Any], trusted: Collection[str] = ()) -> list[tuple[str, str]]:
-    """(key, name) of each callable or env module the config names that is neither allowed nor trusted."""
-    found = []
+    """(key, name) of each callable or env module the config names that is neither allowed nor trusted,
+    and of each interpolation in it."""
+    found = list(_interpolations(config))
     for where, name in _names(config):
         if name in NAME_RESOLVERS:
             continue
@@ -161,6 +197,11 @@ def check_trusted(config: dict[str, Any], run_dir: Path, trust: Iterable[str] = 
     if not refused:
         return
     key, name = refused[0]
+    if "${" in name:
+        raise ConfigError(
+            f"{run_dir / CONFIG_FILE}: {key} holds an interpolation ({name[:80]}), which a run's config never "
+            "does (rlexp writes it resolved): edited by hand, not opened"
+        )
     package = name.split(":", 1)[0].split(".", 1)[0] if key == "env.id" else name.split(".", 1)[0]
     more = f" (and {len(refused) - 1} more: {', '.join(n for _, n in refused[1:4])})" if len(refused) > 1 else ""
     raise ConfigError(
@@ -173,6 +214,6 @@ def check_trusted(config: dict[str, Any], run_dir: Path, trust: Iterable[str] = 
 def read_trusted_config(run_dir: Path, trust: Iterable[str] = (), remedy: str = "choose another run dir") -> DictConfig:
     """The run's config (rlexp.rundir.contract.read_config), refused in one line where it names code
     outside the allow-list that ``trust`` (and RLEXP_TRUST) does not name: for the commands that build it."""
-    cfg = read_config(run_dir, remedy)
-    check_trusted(OmegaConf.to_container(cfg, resolve=False), run_dir, trust)  # type: ignore[arg-type]
+    cfg = read_config(run_dir, remedy)  # (unreadable: its one line first)
+    check_trusted(read_config_dict(run_dir), run_dir, trust)  # what the file says, before the schema's defaults
     return cfg
