@@ -52,12 +52,12 @@ def test_job_threads_follow_the_cpus_given(monkeypatch):
     # a CNN on EnvPool takes every CPU where torch's threads sleep at their barriers; this process loaded
     # torch spinning, so it keeps one
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    assert job_threads(None, cnn_on_envpool=True) == 1
+    assert job_threads(None, turns_with_envpool=True) == 1
     monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
-    assert job_threads(None, cnn_on_envpool=True) == usable_cpus()
+    assert job_threads(None, turns_with_envpool=True) == usable_cpus()
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "3")
     assert job_threads(None) == 3
-    assert job_threads(None, cnn_on_envpool=True) == 3  # a job's CPUs still bound it
+    assert job_threads(None, turns_with_envpool=True) == 3  # a job's CPUs still bound it
     monkeypatch.setenv(ENV_JOB_CPUS, "2")  # local_parallel's share, even inside a SLURM allocation
     assert job_threads(None) == 2
     assert job_threads(4) == 4  # an explicit torch_threads wins

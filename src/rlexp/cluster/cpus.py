@@ -46,7 +46,7 @@ def cnn_on_envpool(vec_env: str, policy: str) -> bool:
     return vec_env == "envpool" and "Cnn" in policy
 
 
-def job_threads(torch_threads: int | None, cnn_on_envpool: bool = False) -> int:
+def job_threads(torch_threads: int | None, turns_with_envpool: bool = False) -> int:
     """``torch_threads`` if set; else the CPUs this job was given (its share of the cores under
     hydra/launcher=local_parallel, which may itself run inside a SLURM allocation; SLURM's
     --cpus-per-task); else 1, or, for a CNN policy whose envs EnvPool steps, the CPUs this process may
@@ -61,4 +61,4 @@ def job_threads(torch_threads: int | None, cnn_on_envpool: bool = False) -> int:
     for var in (ENV_JOB_CPUS, "SLURM_CPUS_PER_TASK"):
         if os.environ.get(var, "").isdigit() and int(os.environ[var]) > 0:
             return int(os.environ[var])
-    return usable_cpus() if cnn_on_envpool and passive_waits() else 1
+    return usable_cpus() if turns_with_envpool and passive_waits() else 1

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rlexp.rundir.checksums import recorded_files, sha256
+    from rlexp.rundir.checksums import changed, recorded_files
     from rlexp.rundir.contract import CONFIG_FILE, MODEL_FILE, VECNORMALIZE_FILE, read_config_dict, read_summary
     from rlexp.rundir.pickles import model_objects, restricted_loads
     from rlexp.rundir.trust import trusted_packages, untrusted
@@ -42,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
             state, problems = "missing (recorded, not there)", problems + 1
         elif name not in recorded:
             state = "not recorded (the run has not completed, or an earlier release wrote it)"
-        elif sha256(path) != recorded[name]:
+        elif changed(run_dir, recorded, [path]):
             state, problems = "CHANGED since the run wrote it", problems + 1
         else:
             state = "as written"

@@ -93,7 +93,7 @@ def interval_estimates(
     return out
 
 
-def _improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """P(X > Y) + P(X = Y) / 2 over all pairs of the last axes: (..., n), (..., m) -> (...)."""
     return (np.sign(x[..., :, None] - y[..., None, :]).mean(axis=(-2, -1)) + 1) / 2  # +1 above, 0 tie, -1 below
 
@@ -108,7 +108,7 @@ def probability_of_improvement(
     """P(a run of X scores above a run of Y on a task), averaged over tasks (the Mann-Whitney U statistic
     over n x m), with its interval: X's and Y's runs resampled independently, each within its task. No
     interval when a task has a single run of X or of Y."""
-    point = float(np.mean([_improvement(x, y) for x, y in zip(x_tasks, y_tasks, strict=True)]))
+    point = float(np.mean([improvement(x, y) for x, y in zip(x_tasks, y_tasks, strict=True)]))
     if any(x.size < 2 or y.size < 2 for x, y in zip(x_tasks, y_tasks, strict=True)):
         return point, None, None  # a single run's own luck cannot be resampled: no interval, as elsewhere
     rng = np.random.default_rng(seed)
@@ -118,7 +118,7 @@ def probability_of_improvement(
         ys = y[rng.integers(0, y.size, size=(reps, y.size))]
         chunk = max(1, PAIRS_PER_CHUNK // (x.size * y.size))
         for start in range(0, reps, chunk):
-            total[start : start + chunk] += _improvement(xs[start : start + chunk], ys[start : start + chunk])
+            total[start : start + chunk] += improvement(xs[start : start + chunk], ys[start : start + chunk])
     low, high = _bounds(total / len(x_tasks), confidence)
     return point, float(low), float(high)
 
