@@ -15,6 +15,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from conftest import FAST, rlexp_cli, stderr_lines
@@ -287,3 +288,27 @@ def test_a_pickle_reaches_no_callable_outside_the_allow_list(module: str, name: 
     payload += pickle.dumps(("x",), 4)[2:-1] + b"R."
     with pytest.raises(rlexp.ConfigError, match=f"its pickle names {re.escape(module)}"):
         restricted_loads(payload, "payload")
+
+
+def test_the_objects_a_tuned_run_pickles_load_under_the_allow_list() -> None:
+    """Action noise keeps its dtype (a NumPy scalar class, ``numpy.float32``): TD3's model zip names it."""
+    from gymnasium import spaces
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+
+    from rlexp.rundir.pickles import restricted_loads
+
+    objects = [
+        NormalActionNoise(np.zeros(2), 0.1 * np.ones(2), dtype=np.float32),
+        OrnsteinUhlenbeckActionNoise(np.zeros(2), 0.1 * np.ones(2), dtype=np.float64),
+        spaces.Box(-1.0, 1.0, (2,), np.float32),
+        np.float32(1.5),
+        np.int64,
+        np.bool_(True),
+    ]
+    for obj in objects:
+        loaded = restricted_loads(pickle.dumps(obj), "objects")
+        assert type(loaded) is type(obj) and repr(loaded) == repr(obj)
+    noise = restricted_loads(pickle.dumps(objects[0]), "noise")
+    assert noise._dtype is np.float32 and noise().dtype == np.float32
+    with pytest.raises(rlexp.ConfigError, match=r"its pickle names numpy\.load,"):
+        restricted_loads(b"\x80\x04cnumpy\nload\n.", "payload")

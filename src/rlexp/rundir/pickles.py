@@ -65,6 +65,8 @@ class _Restricted(pickle.Unpickler):
             numpy and (name in NUMPY_NAMES or (module == "numpy.dtypes" and name.endswith("DType")))
         ):
             return super().find_class(module, name)
+        if module == "numpy" and _numpy_scalar_type(super().find_class(module, name)):
+            return super().find_class(module, name)  # (action noise keeps its dtype: numpy.float32)
         if _in_package(f"{module}.{name}", self.trusted):
             return super().find_class(module, name)
         if name.startswith("_") or not _allowed_module(module):
@@ -73,6 +75,13 @@ class _Restricted(pickle.Unpickler):
         if not allowed_object(obj, name):
             raise _Refused(f"{module}.{name}")
         return obj
+
+
+def _numpy_scalar_type(obj: Any) -> bool:
+    """A NumPy scalar class (float32, int64, bool_...): calling one makes a number, nothing else."""
+    import numpy as np
+
+    return isinstance(obj, type) and issubclass(obj, np.generic)
 
 
 def _allowed_module(module: str) -> bool:
