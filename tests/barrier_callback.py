@@ -27,3 +27,24 @@ class Barrier(BaseCallback):
 
     def _on_step(self) -> bool:
         return True
+
+
+class Gate(BaseCallback):
+    """Holds each run at its training start until a file ``open`` appears in ``dir`` (each waiting run
+    leaves a file named after its pid there): a test sees who is running, acts, then opens the gate."""
+
+    def __init__(self, dir: str, timeout: float = 600.0) -> None:
+        super().__init__()
+        self.dir, self.timeout = Path(dir), timeout
+
+    def _on_training_start(self) -> None:
+        self.dir.mkdir(exist_ok=True)
+        (self.dir / str(os.getpid())).touch()
+        deadline = time.monotonic() + self.timeout
+        while not (self.dir / "open").exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the gate was never opened")
+            time.sleep(0.05)
+
+    def _on_step(self) -> bool:
+        return True

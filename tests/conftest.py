@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -124,52 +125,82 @@ def _postgres_bin() -> Path | None:
     return found[-1].parent if found else None
 
 
-@pytest.fixture(scope="session")
-def postgres_url():
-    """A private PostgreSQL server (Debian's postgresql package) for the session; yields its URL.
+class Postgres:
+    """A private PostgreSQL server (Debian's postgresql package): the `postgres` OS user, a fresh data dir
+    on a free port, fsync off (throw-away data). ``stop()`` and ``start()`` let a test take it away."""
 
-    Runs as the `postgres` OS user in a fresh data dir on a free port, with fsync off (throw-away data).
-    """
+    def __init__(self, pg_bin: Path) -> None:
+        import shutil
+        import socket
+        import tempfile
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.pg_bin = pg_bin
+        self.root = Path(tempfile.mkdtemp(prefix="rlexp-pg-"))
+        shutil.chown(self.root, "postgres", "postgres")
+        self.data = self.root / "data"
+        self.url = f"postgresql://optuna:optuna@127.0.0.1:{self.port}/optuna"
+        self._as_postgres("initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust", "--auth-host=md5")
+        with open(self.data / "postgresql.conf", "a") as conf:
+            conf.write(
+                f"listen_addresses='127.0.0.1'\nport={self.port}\nunix_socket_directories='{self.root}'\n"
+                "fsync=off\nsynchronous_commit=off\nfull_page_writes=off\nmax_connections=100\n"
+            )
+        self.start()
+        self.psql("CREATE ROLE optuna LOGIN PASSWORD 'optuna'")
+        self.psql("CREATE DATABASE optuna OWNER optuna")
+
+    def _as_postgres(self, program: str, *args: str) -> str:
+        return subprocess.run(
+            ["runuser", "-u", "postgres", "--", str(self.pg_bin / program), *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd="/",
+            timeout=120,
+        ).stdout
+
+    def psql(self, sql: str, database: str = "postgres") -> str:
+        """``sql``'s rows, one per line, fields split by |."""
+        where = ["-h", str(self.root), "-p", str(self.port), "-U", "postgres", "-d", database]
+        return self._as_postgres("psql", *where, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql)
+
+    def start(self) -> None:
+        self._as_postgres(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60", "start"
+        )
+
+    def stop(self) -> None:
+        self._as_postgres("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def remove(self) -> None:
+        import shutil
+
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Any:
+    """The session's PostgreSQL server (one per test worker)."""
     _no_services("PostgreSQL tests")
     pg_bin = _postgres_bin()
     if pg_bin is None:
         pytest.fail("PostgreSQL tests need Debian's postgresql package (.ci/run installs it)")
-    import shutil
-    import socket
-    import tempfile
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    root = Path(tempfile.mkdtemp(prefix="rlexp-pg-"))
-    shutil.chown(root, "postgres", "postgres")
-    data = root / "data"
-
-    def as_postgres(*args: str) -> None:
-        subprocess.run(
-            ["runuser", "-u", "postgres", "--", *args], check=True, capture_output=True, cwd="/", timeout=120
-        )
-
-    as_postgres(str(pg_bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth-local=trust", "--auth-host=md5")
-    with open(data / "postgresql.conf", "a") as conf:
-        conf.write(
-            f"listen_addresses='127.0.0.1'\nport={port}\nunix_socket_directories='{root}'\n"
-            "fsync=off\nsynchronous_commit=off\nfull_page_writes=off\nmax_connections=100\n"
-        )
-    as_postgres(str(pg_bin / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w", "-t", "60", "start")
+    server = Postgres(pg_bin)
     try:
-        psql = [str(pg_bin / "psql"), "-h", str(root), "-p", str(port), "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-c"]
-        as_postgres(*psql, "CREATE ROLE optuna LOGIN PASSWORD 'optuna'")
-        as_postgres(*psql, "CREATE DATABASE optuna OWNER optuna")
-        yield f"postgresql://optuna:optuna@127.0.0.1:{port}/optuna"
+        yield server
     finally:
-        subprocess.run(
-            ["runuser", "-u", "postgres", "--", str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
-            capture_output=True,
-            cwd="/",
-            timeout=120,
-        )
-        shutil.rmtree(root, ignore_errors=True)
+        server.remove()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres: Postgres) -> str:
+    """The URL of the session's PostgreSQL database for Optuna studies."""
+    return postgres.url
 
 
 INFRA = Path(__file__).parent / "infra"

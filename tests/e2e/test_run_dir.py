@@ -173,7 +173,7 @@ def test_trained_agent_of_another_algorithm_is_refused(tmp_path):
 
 
 def test_atomic_write_keeps_the_old_file_when_the_writer_dies(tmp_path):
-    from rlexp.rundir.atomic import atomic_write
+    from rlexp.files.atomic import atomic_write
 
     dest = tmp_path / "model.zip"
     dest.write_bytes(b"good")

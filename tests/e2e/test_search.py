@@ -224,7 +224,10 @@ BAD_SEARCH = {
     "param the algorithm lacks": (["algo.buffer_size=choice(100,1000)"], "algo.buffer_size: no such key"),
     "reversed interval": (["algo.gamma=interval(0.99,0.9)"], "interval(0.99, 0.9) is empty or reversed"),
     "empty range": (["algo.n_epochs=range(5,1)"], "algo.n_epochs: range(5,1) is empty"),
-    "unreachable storage": (["hydra.sweeper.storage=postgresql://u:p@127.0.0.1:9/none"], "cannot open the storage"),
+    "unreachable storage": (
+        ["hydra.sweeper.storage=postgresql://u:p@127.0.0.1:9/none"],
+        "hydra.sweeper.storage=postgresql://u:***@127.0.0.1:9/none: cannot open the storage (retried for 2 s) (",
+    ),
     "a seed of its own": (["seed=5"], "seed=5: a search seeds trial k with hydra.sweeper.seed"),
     "seeds swept": (["seed=1,2"], "seed=1,2: a search seeds trial k with hydra.sweeper.seed"),
 }
@@ -233,7 +236,7 @@ BAD_SEARCH = {
 @pytest.mark.parametrize("case", sorted(BAD_SEARCH))
 def test_bad_search_input_is_one_line_and_writes_no_trial(case, tmp_path):
     overrides, expected = BAD_SEARCH[case]
-    result = rlexp_cli([*SMALL, *overrides], cwd=tmp_path)
+    result = rlexp_cli([*SMALL, *overrides], cwd=tmp_path, env={"RLEXP_STORAGE_RETRY_S": "2"})
     assert result.returncode == 1
     lines = stderr_lines(result)
     assert len(lines) == 1 and expected in lines[0], result.stderr
@@ -249,6 +252,25 @@ def test_existing_study_with_another_direction_is_refused(tmp_path):
     assert result.returncode == 1
     assert "exists in" in result.stderr and "direction=minimize, not maximize" in result.stderr
     assert optuna.load_study(study_name="ppo-cartpole", storage=storage).trials == []
+
+
+@pytest.mark.parametrize("damage", ["cut by 5 bytes", "not a database"])
+def test_a_damaged_sqlite_study_is_refused_before_anything_is_written(damage, tmp_path):
+    """SQLite and Optuna open a study cut short without a word (its quick_check passes too); the search
+    refuses it in one line and leaves the file as it was."""
+    db = tmp_path / "sweep" / "study.db"
+    db.parent.mkdir()
+    study = optuna.create_study(study_name="ppo-cartpole", storage=f"sqlite:///{db}", direction="maximize")
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=5)
+    data = db.read_bytes()
+    db.write_bytes(data[:-5] if damage == "cut by 5 bytes" else b"not sqlite " * 100)
+    before = db.read_bytes()
+    result = rlexp_cli(SMALL, cwd=tmp_path)
+    assert result.returncode == 1
+    (line,) = stderr_lines(result)
+    assert f"hydra.sweeper.storage=sqlite:///{db}: the SQLite file is damaged (" in line, line
+    assert db.read_bytes() == before
+    assert not list((tmp_path / "sweep").glob("trial_*"))
 
 
 def test_two_sweepers_share_one_postgresql_study(tmp_path, postgres_url):
@@ -284,13 +306,57 @@ def test_two_sweepers_share_one_postgresql_study(tmp_path, postgres_url):
     assert len(set(params)) == len(params)  # the workers' samplers do not replay each other
 
 
+def test_a_server_that_goes_away_mid_search_is_waited_for_and_no_trial_is_lost(tmp_path, postgres):
+    """PostgreSQL stopped while a trial trains (its next report cannot reach it) and started again once the
+    search says it is retrying: the search goes on and finishes every trial once."""
+    search = [
+        *SMALL,
+        "n_timesteps=4096",
+        "hydra/sweeper/pruner=none",
+        f"hydra.sweeper.storage={postgres.url}",
+        "hydra.sweeper.study_name=brief",
+        "hydra.sweeper.n_trials=2",
+    ]
+    sweeper = subprocess.Popen(
+        [sys.executable, "-m", "rlexp", *search],
+        cwd=tmp_path,
+        env={**os.environ, "RLEXP_STORAGE_RETRY_S": "300"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    said: list[str] = []
+    try:
+        first = tmp_path / "sweep" / "trial_0000" / "summary.json"
+        deadline = time.time() + 300
+        while not (first.is_file() and json.loads(first.read_text())["status"] == "running"):
+            assert time.time() < deadline and sweeper.poll() is None, sweeper.communicate()[0][-3000:]
+            time.sleep(0.05)
+        postgres.stop()
+        try:
+            for line in sweeper.stdout:  # (waits on the search's own words, not on a clock)
+                said.append(line)
+                if "unreachable" in line and "retrying in" in line:
+                    break
+        finally:
+            postgres.start()
+        rest, _ = sweeper.communicate(timeout=600)
+    finally:
+        sweeper.kill()
+    assert sweeper.returncode == 0, ("".join(said) + rest)[-3000:]
+    assert any("storage postgresql://optuna:***@" in line for line in said)  # no password in the log
+    study = optuna.load_study(study_name="brief", storage=postgres.url)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.COMPLETE]
+    assert all(len(t.intermediate_values) >= 3 for t in study.trials)  # the reports around the outage too
+
+
 def test_journal_file_storage(tmp_path):
     journal = tmp_path / "shared" / "study.log"
     result = rlexp_cli(
         [*SMALL, f"hydra.sweeper.storage=journal:///{journal}", "hydra.sweeper.n_trials=2"], cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    from rlexp.search.study import open_storage
+    from rlexp.search.storage import open_storage
 
     study = optuna.load_study(study_name="ppo-cartpole", storage=open_storage(f"journal:///{journal}"))
     assert len(study.trials) == 2 and all(t.intermediate_values for t in study.trials)

@@ -14,7 +14,7 @@ import pytest
 from conftest import SMALL_SEARCH, rlexp_cli
 from optuna.trial import TrialState
 
-from rlexp.search.study import open_storage
+from rlexp.search.storage import open_storage
 
 pytestmark = [pytest.mark.xdist_group("slurm"), pytest.mark.usefixtures("slurm_cluster")]
 

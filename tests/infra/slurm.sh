@@ -76,7 +76,7 @@ start() {
     GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
 
   # slurm.conf from the real hardware (slurmd -C); cons_tres so that jobs share the node by cores
-  local hw; hw=$(slurmd -C | head -n1)
+  local hw before; hw=$(slurmd -C | head -n1); before=$(cat "$CONF" 2>/dev/null || true)
   cat >"$CONF" <<CONFEOF
 # written by rlexp's tests/infra/slurm.sh: one node, no cgroups
 ClusterName=rlexp
@@ -110,6 +110,8 @@ MinJobAge=300
 Waittime=0
 ${hw% UpTime=*} State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+# a lab's many workers on this one node: up to 4 jobs per core (tests/e2e/test_lab_scale.py's 8 workers)
+PartitionName=scale Nodes=$NODE Default=NO MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 CONFEOF
   cat >"$DBDCONF" <<DBDEOF
 AuthType=auth/munge
@@ -127,6 +129,9 @@ StorageLoc=slurm_acct_db
 DBDEOF
   chmod 644 "$CONF"; chmod 600 "$DBDCONF"
 
+  if [[ $(cat "$CONF") != "$before" ]] && alive "$ROOT/slurmctld.pid" slurmctld >/dev/null; then
+    scontrol reconfigure || die "scontrol reconfigure failed (see $ROOT/log)"  # the running cluster takes the new slurm.conf
+  fi
   alive "$ROOT/slurmdbd.pid" slurmdbd >/dev/null || { slurmdbd; until_ok slurmdbd sacctmgr -n list cluster; }
   alive "$ROOT/slurmctld.pid" slurmctld >/dev/null || { slurmctld; until_ok slurmctld bash -c 'scontrol ping | grep -q "is UP"'; }
   alive "$ROOT/slurmd.pid" slurmd >/dev/null || { slurmd; until_ok slurmd alive "$ROOT/slurmd.pid" slurmd; }

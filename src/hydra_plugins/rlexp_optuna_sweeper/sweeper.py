@@ -30,10 +30,11 @@ from optuna.trial import TrialState
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
 from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Diverged, Interrupted
-from rlexp.rundir.atomic import atomic_write_text
+from rlexp.files.atomic import atomic_write_text
 from rlexp.rundir.contract import TRIAL_FILE, read_summary
 from rlexp.search.results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
 from rlexp.search.space import parse_search_space
+from rlexp.search.storage import open_storage
 from rlexp.search.study import (
     ENV_STORAGE,
     ENV_STUDY,
@@ -42,7 +43,6 @@ from rlexp.search.study import (
     OWNER_ATTR,
     counted_trials,
     finished_trials,
-    open_storage,
     owner,
     reclaim_interrupted_trials,
 )
@@ -167,9 +167,15 @@ class OptunaSweeper(Sweeper):
             log.info("nothing to run: raise hydra.sweeper.n_trials above %d to run more trials in this study", done)
 
         while True:
+            if self.job_idx:  # (a worker of a shared study killed meanwhile: its trial runs again, here or elsewhere)
+                taken = reclaim_interrupted_trials(study)
+                if taken:
+                    log.info("requeued %d trial(s) of a sweeper that ended while they ran", taken)
             remaining = self.n_trials - len(finished_trials(study))
             if self.max_total_trials is not None:
-                remaining = min(remaining, self.max_total_trials - len(counted_trials(study)))
+                counted = counted_trials(study)  # (a queued trial, one that runs again, holds its place in the cap)
+                waiting = sum(t.state == TrialState.WAITING for t in counted)
+                remaining = min(remaining, self.max_total_trials - len(counted) + waiting)
             if remaining <= 0:
                 break
             trials = [study.ask(space) for _ in range(min(self.n_jobs, remaining))]

@@ -14,13 +14,13 @@ from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlexp.files.atomic import remove_partial_saves, replace_durably
 from rlexp.monitor.evaluation import eval_freq
 from rlexp.monitor.finite import FiniteTraining
 from rlexp.monitor.health import TrainingHealth
 from rlexp.monitor.progress import Progress
 from rlexp.monitor.solved import StopWhenSolved
 from rlexp.rundir.agents import save_agent_dir
-from rlexp.rundir.atomic import remove_partial_saves, replace_durably
 from rlexp.rundir.contract import (
     BEST_DIR,
     CHECKPOINT_DIR,

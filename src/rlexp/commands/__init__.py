@@ -62,6 +62,8 @@ def run_verb(argv: list[str]) -> NoReturn:
     except (ConfigError, OSError) as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        text = f"{err.filename}: {err.strerror} (errno {err.errno})" if isinstance(err, OSError) else str(err)
+        text = str(err)
+        if isinstance(err, OSError):  # (a file name where the error has one: rlexp.files.atomic adds it)
+            text = f"{err.filename + ': ' if err.filename else ''}{err.strerror or err} (errno {err.errno})"
         print(f"rlexp {verb}: error: {text}", file=sys.stderr)
         sys.exit(1)

@@ -71,8 +71,8 @@ def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path,
     formats = ["onnx", "torchscript"] if args.format == "all" else [args.format]
     if args.quantize and "onnx" not in formats:
         raise ConfigError(f"--quantize {args.quantize} quantizes the ONNX file: use --format onnx or all")
+    from rlexp.files.atomic import check_replaceable
     from rlexp.rundir.agents import open_agent
-    from rlexp.rundir.atomic import check_replaceable
 
     agent = open_agent(args.run, args.agent, args.trust)
     from rlexp.build.backends import is_sbx

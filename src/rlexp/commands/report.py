@@ -113,10 +113,10 @@ def main(args: argparse.Namespace) -> int:
 
 def make(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     """Computes and writes the report; returns its numbers (report.json) and its dir."""
+    from rlexp.files.atomic import check_replaceable
     from rlexp.reporting.compute import Settings
     from rlexp.reporting.make import collect, default_out, write_report
     from rlexp.reporting.metrics import parse_metric
-    from rlexp.rundir.atomic import check_replaceable
 
     settings = Settings(
         metric=parse_metric(args.metric),

@@ -78,9 +78,10 @@ def main(args: argparse.Namespace) -> int:
 
     agent = open_agent(args.run, args.agent, args.trust)
     _headless()
-    from rlexp.rundir.atomic import atomic_write
+    from rlexp.files.atomic import atomic_write, remove_stale_temporaries
     from rlexp.rundir.contract import VIDEOS_DIR
 
+    remove_stale_temporaries(agent.out_dir / VIDEOS_DIR)  # (of a video command killed while writing)
     seed, deterministic = agent.episode_seed(args.seed), agent.deterministic(args.stochastic)
     for i, (frames, ret, length, fps) in enumerate(_episodes(agent, args.episodes, seed, deterministic)):
         dest = agent.out_dir / VIDEOS_DIR / f"{agent.name}_seed{seed + i}_return{ret:.1f}.{args.format}"

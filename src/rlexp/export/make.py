@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.errors import ConfigError, one_line_error
+from rlexp.files.atomic import replaced_dir
 from rlexp.rundir.agents import FINAL, SavedAgent
-from rlexp.rundir.atomic import replaced_dir
 from rlexp.rundir.contract import EXPORT_DIR
 
 POLICY_FILE = "policy.json"

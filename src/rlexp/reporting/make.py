@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.errors import ConfigError
+from rlexp.files.atomic import check_replaceable, replaced_dir
 from rlexp.reporting.compute import Settings, compute
 from rlexp.reporting.metrics import Grid, Metric, common_grid, score_runs
 from rlexp.reporting.runs import Run, assign_groups, read_run, runs_in
-from rlexp.rundir.atomic import check_replaceable, replaced_dir
 from rlexp.stats.significance import ALPHA
 
 
@@ -63,7 +63,7 @@ def write_report(
 ) -> dict[str, Any]:
     """Computes the report of collected runs and writes it into ``out``; returns its numbers (report.json).
 
-    Written whole in a new hidden sibling dir, then swapped in (rlexp.rundir.atomic.replaced_dir)."""
+    Written whole in a new hidden sibling dir, then swapped in (rlexp.files.atomic.replaced_dir)."""
     from rlexp.figures.report import draw_all
     from rlexp.reporting.write import write_all
 

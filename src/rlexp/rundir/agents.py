@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig
 
 from rlexp.errors import ConfigError, one_line_error
+from rlexp.files.atomic import atomic_write, fsync_dir, remove_partial_saves
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import check_parameters
-from rlexp.rundir.atomic import atomic_write, fsync_dir, remove_partial_saves
 from rlexp.rundir.checksums import check_unchanged
 from rlexp.rundir.contract import (
     BEST_DIR,

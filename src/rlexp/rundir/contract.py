@@ -33,7 +33,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError, collapsed, one_line_error
-from rlexp.rundir.atomic import atomic_write_json, atomic_write_text
+from rlexp.files.atomic import atomic_write_json, atomic_write_text
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 
-from rlexp.rundir.atomic import atomic_write_text
+from rlexp.files.atomic import atomic_write_text
 from rlexp.rundir.contract import CONFIG_FILE, SEED_DIR_PREFIX
 
 log = logging.getLogger(__name__)

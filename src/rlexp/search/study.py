@@ -3,51 +3,21 @@
 from __future__ import annotations
 
 import os
-import random
 import socket
-import time
-from pathlib import Path
 
 import optuna
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
-from optuna.storages import BaseStorage, JournalStorage, RDBStorage
-from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from rlexp.cluster.liveness import owner_is_gone, slurm_restart_count
-from rlexp.errors import ConfigError, collapsed
+from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
+from rlexp.search.storage import open_storage
 
-JOURNAL_PREFIX = "journal:///"
 # how a sweep hands its trial to a job (hydra.job.env_set: per-job values under hydra.sweeper are refused by Hydra 1.4)
 ENV_STORAGE, ENV_STUDY, ENV_TRIAL = "RLEXP_OPTUNA_STORAGE", "RLEXP_OPTUNA_STUDY", "RLEXP_OPTUNA_TRIAL_ID"
 OWNER_ATTR = "rlexp_owner"
 INTERRUPTED_ATTR = "rlexp_interrupted"
 OVER_CAP_ATTR = "rlexp_over_cap"
-
-
-def open_storage(url: str, attempts: int = 4) -> BaseStorage:
-    """An RDB URL (sqlite:///, postgresql://, ...) or ``journal:///path`` (a journal file for shared file systems).
-
-    Workers starting together on a new database race to create Optuna's tables; the loser retries.
-    """
-    for attempt in range(attempts):
-        try:
-            if url.startswith(JOURNAL_PREFIX):
-                path = Path("/" + url[len(JOURNAL_PREFIX) :].lstrip("/"))
-                path.parent.mkdir(parents=True, exist_ok=True)
-                return JournalStorage(JournalFileBackend(str(path)))
-            engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
-            return RDBStorage(url, engine_kwargs=engine_kwargs)
-        except Exception as err:  # SQLAlchemy/driver errors: unreachable server, bad URL, missing driver
-            if "already exists" in str(err) and attempt + 1 < attempts:
-                time.sleep(0.5 + random.random())
-                continue
-            message = collapsed(err)[:300]
-            raise ConfigError(
-                f"hydra.sweeper.storage={url}: cannot open the storage ({type(err).__name__}: {message})"
-            ) from None
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def owner() -> str:
@@ -56,25 +26,29 @@ def owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}" + (f"@slurm:{job}.{slurm_restart_count()}" if job else "")
 
 
-def _owner_is_dead(trial: optuna.trial.FrozenTrial) -> bool:
-    """A RUNNING trial whose sweeper is gone (rlexp.cluster.liveness)."""
+def _owner(trial: optuna.trial.FrozenTrial) -> tuple[str, str, str | None, int]:
+    """Host, pid, SLURM job and requeue count of who runs a trial (``owner()``, as the trial records it)."""
     process, _, slurm = str(trial.user_attrs.get(OWNER_ATTR, "")).partition("@slurm:")
     host, _, pid = process.partition(":")
     job, _, restart = slurm.partition(".")
-    return owner_is_gone(host, pid, job or None, int(restart) if restart.isdigit() else 0)
+    return host, pid, job or None, int(restart) if restart.isdigit() else 0
 
 
 def reclaim_interrupted_trials(study: optuna.Study) -> int:
     """Trials left RUNNING by a killed sweeper (on this host, or in a SLURM job that is over): marked
-    FAIL (interrupted) and queued again.
+    FAIL (interrupted) and queued again. Asked when a sweep starts and before each batch, so that the
+    live workers of a shared study take over what a killed one left (one squeue call for all of them).
 
     They do not count towards n_trials, and their parameters run again, so a resumed sweep loses
     and duplicates nothing.
     """
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    mine = os.environ.get("SLURM_JOB_ID")
+    jobs_over = slurm_jobs_over({job for t in running if (job := _owner(t)[2]) and job != mine})
     reclaimed = 0
     requeued = {t.user_attrs.get("requeued_from") for t in study.get_trials(deepcopy=False)}
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if not _owner_is_dead(trial):
+    for trial in running:
+        if not owner_is_gone(*_owner(trial), jobs_over=jobs_over):
             continue
         try:  # another sweeper resuming at the same moment may have reclaimed it first
             study._storage.set_trial_user_attr(trial._trial_id, INTERRUPTED_ATTR, True)
