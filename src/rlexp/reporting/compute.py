@@ -201,11 +201,22 @@ def _pairs(c: _Cells) -> list[tuple[str, str]]:
 
 def _comparisons(c: _Cells) -> list[dict[str, Any]]:
     s, rows = c.s, []
-    for a, b in _pairs(c):
+    pairs = _pairs(c)
+    improvements = {  # per env, every pair at once: each group resampled once for all its pairs
+        env: bootstrap.pairwise_improvement(
+            {g: c.scores(g, env) for g in c.groups if c.has(g, env)},
+            [(a, b) for a, b in pairs if c.has(a, env) and c.has(b, env)],
+            s.reps,
+            s.confidence,
+            s.seed,
+        )
+        for env in c.envs
+    }
+    for a, b in pairs:
         shared = [env for env in c.envs if c.has(a, env) and c.has(b, env)]
         for env in shared:
             x, y = c.scores(a, env), c.scores(b, env)
-            p, low, high = bootstrap.probability_of_improvement([x], [y], s.reps, s.confidence, s.seed)
+            p, low, high = improvements[env][a, b]
             rows.append(
                 {
                     "a": a,
