@@ -103,3 +103,17 @@ def regress(session: nox.Session) -> None:
     _install(session)
     args = session.posargs or ["--pair", "ppo_cartpole", "--seeds", "100-102", "--jobs", "2"]
     session.run("python", "benchmarks/reference.py", "--regress", *args)
+
+
+@nox.session(name="benchmark-scale")
+def benchmark_scale(session: nox.Session) -> None:
+    """rlexp report and plot over 1,000 to 10,000 run dirs: time and peak memory (docs: running at scale)."""
+    _install(session)
+    session.run("python", "benchmarks/scale_runs.py", *session.posargs)
+
+
+@nox.session(name="benchmark-search-scale")
+def benchmark_search_scale(session: nox.Session) -> None:
+    """Trials per minute of one PostgreSQL study at 1-8 workers, rlexp's sweepers against Optuna's optimize."""
+    _install(session)
+    session.run("python", "benchmarks/search_scale.py", *session.posargs)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_module
+from infra.postgres import Postgres, postgres_bin
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 import rlexp.cli  # noqa: F401  (registers the schemas and the sweeper, as the `rlexp` command does)
@@ -120,74 +120,11 @@ def _no_services(what: str) -> None:
         pytest.fail(f"{what} needs root to start its services")
 
 
-def _postgres_bin() -> Path | None:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
-    return found[-1].parent if found else None
-
-
-class Postgres:
-    """A private PostgreSQL server (Debian's postgresql package): the `postgres` OS user, a fresh data dir
-    on a free port, fsync off (throw-away data). ``stop()`` and ``start()`` let a test take it away."""
-
-    def __init__(self, pg_bin: Path) -> None:
-        import shutil
-        import socket
-        import tempfile
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.pg_bin = pg_bin
-        self.root = Path(tempfile.mkdtemp(prefix="rlexp-pg-"))
-        shutil.chown(self.root, "postgres", "postgres")
-        self.data = self.root / "data"
-        self.url = f"postgresql://optuna:optuna@127.0.0.1:{self.port}/optuna"
-        self._as_postgres("initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust", "--auth-host=md5")
-        with open(self.data / "postgresql.conf", "a") as conf:
-            conf.write(
-                f"listen_addresses='127.0.0.1'\nport={self.port}\nunix_socket_directories='{self.root}'\n"
-                "fsync=off\nsynchronous_commit=off\nfull_page_writes=off\nmax_connections=100\n"
-            )
-        self.start()
-        self.psql("CREATE ROLE optuna LOGIN PASSWORD 'optuna'")
-        self.psql("CREATE DATABASE optuna OWNER optuna")
-
-    def _as_postgres(self, program: str, *args: str) -> str:
-        return subprocess.run(
-            ["runuser", "-u", "postgres", "--", str(self.pg_bin / program), *args],
-            check=True,
-            capture_output=True,
-            text=True,
-            cwd="/",
-            timeout=120,
-        ).stdout
-
-    def psql(self, sql: str, database: str = "postgres") -> str:
-        """``sql``'s rows, one per line, fields split by |."""
-        where = ["-h", str(self.root), "-p", str(self.port), "-U", "postgres", "-d", database]
-        return self._as_postgres("psql", *where, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql)
-
-    def start(self) -> None:
-        self._as_postgres(
-            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60", "start"
-        )
-
-    def stop(self) -> None:
-        self._as_postgres("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
-
-    def remove(self) -> None:
-        import shutil
-
-        with contextlib.suppress(subprocess.CalledProcessError):
-            self.stop()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def postgres() -> Any:
     """The session's PostgreSQL server (one per test worker)."""
     _no_services("PostgreSQL tests")
-    pg_bin = _postgres_bin()
+    pg_bin = postgres_bin()
     if pg_bin is None:
         pytest.fail("PostgreSQL tests need Debian's postgresql package (.ci/run installs it)")
     server = Postgres(pg_bin)

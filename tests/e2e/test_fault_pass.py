@@ -110,3 +110,32 @@ def test_a_killed_video_commands_temporaries_are_removed_once_stale(tmp_path):
         os.utime(path, (old, old))
     remove_stale_temporaries(videos)
     assert sorted(p.name for p in videos.iterdir()) == sorted(p.name for p in (fresh, mine, kept))
+
+
+def test_plot_over_many_runs_draws_their_groups_and_names_each_damaged_run(tmp_path):
+    """Over 100 runs a figure of each run shows nothing: each group's IQM curve with its band instead,
+    the damaged runs named one line each and counted (not a traceback, not a silent gap)."""
+    import matplotlib.image
+
+    root = tmp_path / "sweep"
+    for group in range(3):
+        _runs(root / f"lr{group}", seeds=40)
+        for run in (root / f"lr{group}").iterdir():
+            config = yaml.safe_load((run / "config.yaml").read_text())
+            config["algo"]["learning_rate"] = 10.0**-group
+            (run / "config.yaml").write_text(yaml.safe_dump(config))
+    (root / "lr0" / "0" / "summary.json").write_text('{"status": "compl')  # killed while writing
+    (root / "lr1" / "0" / "evaluations.npz").write_bytes(b"PK\x03\x04 cut")
+    result = rlexp_cli(["plot", "sweep", "--output", "curves.png"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("rlexp plot: left out sweep/lr0/0: unreadable summary.json"), lines
+    assert lines[1].startswith("rlexp plot: left out sweep/lr1/0: evaluations.npz unreadable"), lines
+    assert lines[2] == "rlexp plot: 118 runs in 3 groups drawn to curves.png; 2 left out (not completed, or unreadable)"
+    assert matplotlib.image.imread(tmp_path / "curves.png").shape[2] in (3, 4)
+    report = rlexp_cli(["report", "sweep", "--reps", "200"], cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert [line for line in report.stdout.splitlines() if line.startswith("rlexp report: left out ")] == [
+        "rlexp report: left out sweep/lr0/0: unreadable summary.json or config.yaml (unreadable)",
+        "rlexp report: left out sweep/lr1/0: evaluations.npz unreadable (BadZipFile)",
+    ]

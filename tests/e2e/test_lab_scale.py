@@ -136,15 +136,18 @@ def test_eight_workers_share_one_study_through_a_kill_and_a_requeue(tmp_path, po
     assert len(numbers) == len(set(numbers))
     by_number = {t.number: t for t in study.trials}
     runs = {
-        t.number: json.loads((tmp_path / "sweep" / f"trial_{t.number:04d}" / "summary.json").read_text())
-        for t in counted
+        t.number: json.loads((tmp_path / t.user_attrs["rlexp_run_dir"] / "summary.json").read_text()) for t in counted
     }
     assert len({r["seed"] for r in runs.values()}) == TRIALS  # no seed twice
+    assert all(r["status"] in ("completed", "pruned") for r in runs.values())
     for lost in (killed, preempted):  # each trial left RUNNING by a kill: FAIL, interrupted, its params again
         (trial,) = [t for t in study.trials if t.user_attrs["rlexp_owner"].endswith(f"@slurm:{lost['slurm_job_id']}.0")]
         assert trial.state == TrialState.FAIL and trial.user_attrs.get("rlexp_interrupted"), trial
         (again,) = [t for t in counted if t.user_attrs.get("requeued_from") == trial.number]
         assert again.params == trial.params
+        # it continues the lost trial's run: the same run dir and seed (from its checkpoint, if it saved one)
+        assert again.user_attrs["rlexp_run_dir"] == trial.user_attrs["rlexp_run_dir"]
+        assert again.user_attrs["rlexp_run_of"] == trial.number
     requeued_job = [t for t in counted if t.user_attrs["rlexp_owner"].endswith(f"@slurm:{preempted['slurm_job_id']}.1")]
     assert requeued_job, "the requeued job ran no trial after its restart"
     # pruning inside a worker decided on other workers' reports

@@ -41,8 +41,10 @@ from rlexp.search.study import (
     ENV_TRIAL,
     OVER_CAP_ATTR,
     OWNER_ATTR,
+    RUN_NUMBER_ATTR,
     counted_trials,
     finished_trials,
+    lost_trial,
     owner,
     reclaim_interrupted_trials,
 )
@@ -83,6 +85,7 @@ class OptunaSweeper(Sweeper):
         self.plots = plots
         self.retrain_top_k, self.retrain_seeds = retrain_top_k, retrain_seeds
         self.job_idx = 0
+        self._runs: dict[int, int] = {}  # trial number -> the number of the run it is (its seed, its dir)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
@@ -181,7 +184,8 @@ class OptunaSweeper(Sweeper):
             trials = [study.ask(space) for _ in range(min(self.n_jobs, remaining))]
             for trial in trials:
                 trial.set_user_attr(OWNER_ATTR, owner())
-                trial.set_user_attr(RUN_DIR_ATTR, str(trial_dir(self.sweep_dir, trial.number)))
+                self._runs[trial.number] = self._run_number(study, trial)
+                trial.set_user_attr(RUN_DIR_ATTR, str(trial_dir(self.sweep_dir, self._runs[trial.number])))
             trials = self._within_cap(study, trials)
             if not trials:
                 break
@@ -317,6 +321,19 @@ class OptunaSweeper(Sweeper):
             f"hydra.sweep.subdir={subdir}",
         ]
 
+    def _run_number(self, study: optuna.Study, trial: optuna.Trial) -> int:
+        """Whose run a trial is: its own, or, for a trial that runs a lost trial's parameters again (its
+        sweeper was killed or preempted), the lost trial's run when it is in this sweep's dir: the same
+        seed and run dir, so that it continues from the lost run's checkpoint (rlexp.rundir.state)."""
+        lost = lost_trial(study, trial)
+        if lost is None:
+            return trial.number
+        number = int(lost.user_attrs.get(RUN_NUMBER_ATTR, lost.number))
+        if Path(lost.user_attrs.get(RUN_DIR_ATTR, "")) != trial_dir(self.sweep_dir, number):
+            return trial.number  # (another worker's sweep dir, maybe on another machine: a run of its own)
+        trial.set_user_attr(RUN_NUMBER_ATTR, number)
+        return number
+
     def _trial_seed(self, number: int) -> int:
         """The first seed of trial ``number``; its seeds never overlap another trial's."""
         return self.seed + number * self.seeds_per_trial
@@ -328,8 +345,9 @@ class OptunaSweeper(Sweeper):
         launchers leave out of each trial's line; without it they must be added (``++``)."""
         declared = OmegaConf.select(self.config, "hydra.job.env_set", default=None) or {}
         env = {ENV_STORAGE: f"'{self.storage_url}'", ENV_STUDY: f"'{self.study_name}'", ENV_TRIAL: trial._trial_id}
+        run = self._runs.get(trial.number, trial.number)
         return [
-            *self._run_overrides(trial, fixed, self._trial_seed(trial.number), str(trial_dir(Path(), trial.number))),
+            *self._run_overrides(trial, fixed, self._trial_seed(run), str(trial_dir(Path(), run))),
             *(f"{'' if key in declared else '++'}hydra.job.env_set.{key}={value}" for key, value in env.items()),
         ]
 

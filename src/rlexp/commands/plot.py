@@ -1,5 +1,7 @@
 """Draw the learning curves of runs on one figure: training episode returns (rolling mean) and periodic
-evaluations (mean, 95% CI) against steps, the random policy as a dashed line.
+evaluations (mean, 95% CI) against steps, the random policy as a dashed line. Over 100 runs (a lab's
+sweep), each group of runs instead (runs grouped as rlexp report groups them): its evaluations' IQM over
+its runs with a 95% band; runs not completed, or unreadable, are left out.
 
 Each RUN is a run dir, or a dir holding runs (a multirun's, a search's): all the runs under it. The
 figure goes to --output; by default curves.<format> in the one dir given, else in the current dir.
@@ -14,6 +16,7 @@ from rlexp.errors import ConfigError
 from rlexp.reporting.runs import runs_in
 
 FORMATS = ("png", "pdf", "svg")
+GROUPED_ABOVE = 100  # runs: a figure of each run's curves shows nothing above it (and takes minutes)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +42,8 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"--output {output}: unknown format {output.suffix!r}; choose one of {', '.join(FORMATS)}"
             )
+    if len(run_dirs) > GROUPED_ABOVE:
+        return _draw_groups(run_dirs, output, args.title)
     from rlexp.figures.curves import draw, read_curves, run_labels
 
     curves = [read_curves(run, label) for run, label in zip(run_dirs, run_labels(run_dirs), strict=True)]
@@ -48,4 +53,34 @@ def main(args: argparse.Namespace) -> int:
     unevaluated = [str(d) for d, c in zip(run_dirs, curves, strict=True) if not c.eval_mean.size]
     if unevaluated:
         print(f"rlexp plot: no periodic evaluations in {', '.join(unevaluated)} (callbacks.eval.freq=0?): not drawn")
+    return 0
+
+
+def _draw_groups(run_dirs: list[Path], output: Path, title: str | None) -> int:
+    """Each group's evaluations (IQM over its completed runs, bootstrap band), one panel per env; a line
+    for each run whose files are unreadable, and a count of the runs left out."""
+    from rlexp.figures.report import sample_efficiency
+    from rlexp.files.atomic import atomic_write
+    from rlexp.reporting.compute import Settings, group_curves
+    from rlexp.reporting.metrics import Metric, common_grid
+    from rlexp.reporting.runs import assign_groups, read_run
+
+    runs = [read_run(d) for d in run_dirs]
+    left = [r for r in runs if r.left_out is not None]
+    for run in left:
+        if "unreadable" in str(run.left_out):  # (damaged files: one line each; unfinished runs: counted)
+            print(f"rlexp plot: left out {run.dir}: {run.left_out}")
+    assign_groups(runs)
+    used = [r for r in runs if r.left_out is None]
+    envs = sorted({r.env for r in used})
+    grids = {env: common_grid([r for r in used if r.env == env]) for env in envs}
+    settings = Settings(metric=Metric("final"))
+    curves = group_curves(runs, grids, settings)
+    if not curves:
+        raise ConfigError(f"no completed run with periodic evaluations among the {len(runs):,} runs given")
+    groups = list(dict.fromkeys(r.group for r in used))
+    report = {"curves": curves, "groups_order": groups, "settings": settings.record()}
+    atomic_write(output, lambda tmp: sample_efficiency(report, tmp, title))
+    skipped = f"; {len(left):,} left out (not completed, or unreadable)" if left else ""
+    print(f"rlexp plot: {len(used):,} runs in {len(groups)} groups drawn to {output}{skipped}")
     return 0

@@ -38,7 +38,7 @@ def _panels(n: int, width: float, height: float) -> tuple[Any, list[Any]]:
     return fig, axes[:n]
 
 
-def sample_efficiency(report: dict[str, Any], path: Path) -> Path | None:
+def sample_efficiency(report: dict[str, Any], path: Path, title: str | None = None) -> Path | None:
     from matplotlib.ticker import EngFormatter
 
     curves = report["curves"]
@@ -72,6 +72,8 @@ def sample_efficiency(report: dict[str, Any], path: Path) -> Path | None:
         axes[0].legend(
             fontsize="small", loc="best", title=f"IQM over seeds, {confidence:.0%} band", title_fontsize="small"
         )
+    if title:
+        fig.suptitle(title)
     return _save(fig, path)
 
 

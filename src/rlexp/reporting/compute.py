@@ -445,6 +445,17 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
     }
 
 
+def group_curves(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict[str, Any]:
+    """Only the report's learning curves (each group's IQM over its runs at common steps, with its band):
+    what ``rlexp plot`` draws for more runs than a figure of each run can show."""
+    cells: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        if run.left_out is None:
+            cells.setdefault((run.group, run.env), []).append(run)
+    groups = list(dict.fromkeys(group for group, _ in cells))
+    return _curves(_Cells(cells, groups, sorted({env for _, env in cells}), grids, {}, s))
+
+
 def _run_row(run: Run, keys: list[str]) -> dict[str, Any]:
     flat = run.flat
     final, best = run.summary.get("final_eval"), run.summary.get("best_eval")

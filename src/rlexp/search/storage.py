@@ -46,6 +46,8 @@ UNREACHABLE = (
 )
 T = TypeVar("T")
 _opened: dict[str, BaseStorage] = {}
+_checked: set[tuple[str, int, int]] = set()  # SQLite files found whole (path, device, inode): once a process
+os.register_at_fork(after_in_child=_opened.clear)  # (a forked child must not use its parent's connections)
 
 
 def retry_seconds() -> float:
@@ -181,6 +183,10 @@ def check_sqlite(url: str) -> None:
     database = make_url(url).database
     if not database or database == ":memory:" or not Path(database).is_file() or not Path(database).stat().st_size:
         return
+    found = Path(database).resolve().stat()
+    key = (str(Path(database).resolve()), found.st_dev, found.st_ino)
+    if key in _checked:  # (a sweep's trials open its study again: checked when the sweep opened it)
+        return
     try:
         with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=60)) as db:
             problems = [row[0] for row in db.execute("pragma integrity_check").fetchall()]
@@ -190,9 +196,11 @@ def check_sqlite(url: str) -> None:
         raise ConfigError(f"hydra.sweeper.storage={url}: locked by another process for over 60 s") from None
     except sqlite3.DatabaseError as err:  # not a database at all
         problems = [str(err)]
-    if problems != ["ok"]:
-        raise ConfigError(
-            f"hydra.sweeper.storage={url}: the SQLite file is damaged ({collapsed(problems[0])[:200]}"
-            f"{f', and {len(problems) - 1} more problems' if len(problems) > 1 else ''}): restore it from a copy, "
-            "or give another storage; rlexp writes nothing into it"
-        )
+    if problems == ["ok"]:
+        _checked.add(key)
+        return
+    raise ConfigError(
+        f"hydra.sweeper.storage={url}: the SQLite file is damaged ({collapsed(problems[0])[:200]}"
+        f"{f', and {len(problems) - 1} more problems' if len(problems) > 1 else ''}): restore it from a copy, "
+        "or give another storage; rlexp writes nothing into it"
+    )

@@ -18,6 +18,8 @@ ENV_STORAGE, ENV_STUDY, ENV_TRIAL = "RLEXP_OPTUNA_STORAGE", "RLEXP_OPTUNA_STUDY"
 OWNER_ATTR = "rlexp_owner"
 INTERRUPTED_ATTR = "rlexp_interrupted"
 OVER_CAP_ATTR = "rlexp_over_cap"
+RUN_NUMBER_ATTR = "rlexp_run_of"  # a trial continuing a lost trial's run: the number of that run (seed, dir)
+REQUEUED_FROM_ATTR = "requeued_from"  # a trial that runs a lost trial's parameters again: that trial's number
 
 
 def owner() -> str:
@@ -46,7 +48,7 @@ def reclaim_interrupted_trials(study: optuna.Study) -> int:
     mine = os.environ.get("SLURM_JOB_ID")
     jobs_over = slurm_jobs_over({job for t in running if (job := _owner(t)[2]) and job != mine})
     reclaimed = 0
-    requeued = {t.user_attrs.get("requeued_from") for t in study.get_trials(deepcopy=False)}
+    requeued = {t.user_attrs.get(REQUEUED_FROM_ATTR) for t in study.get_trials(deepcopy=False)}
     for trial in running:
         if not owner_is_gone(*_owner(trial), jobs_over=jobs_over):
             continue
@@ -59,9 +61,18 @@ def reclaim_interrupted_trials(study: optuna.Study) -> int:
         except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, ValueError):
             continue
         if trial.number not in requeued:
-            study.enqueue_trial(trial.params, user_attrs={"requeued_from": trial.number})
+            study.enqueue_trial(trial.params, user_attrs={REQUEUED_FROM_ATTR: trial.number})
         reclaimed += 1
     return reclaimed
+
+
+def lost_trial(study: optuna.Study, trial: optuna.Trial) -> optuna.trial.FrozenTrial | None:
+    """The lost trial whose parameters ``trial`` runs again, if it is such a trial."""
+    number = trial.user_attrs.get(REQUEUED_FROM_ATTR)
+    if number is None:
+        return None
+    storage = study._storage
+    return storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study._study_id, int(number)))
 
 
 def counted_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
