@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -47,10 +48,12 @@ def test_a_symbolic_link_loop_is_one_line_and_a_loop_under_the_runs_is_walked_pa
 
 def test_what_killed_reports_left_is_removed_and_a_live_writers_dir_is_not(tmp_path):
     runs = _runs(tmp_path / "runs")
-    killed = tmp_path / ".report.partial-k1lled"  # a report killed while writing: nobody holds its lock
-    swapped = tmp_path / ".report.old-k1lled"  # killed between its swap and its clean-up
-    live = tmp_path / ".report.partial-l1ve"  # another report, writing now: it holds the lock on its dir
-    for leftover in (killed, swapped, live):
+    host = socket.gethostname()
+    killed = tmp_path / f".report.partial-{host}-k1lled"  # a report killed while writing: nobody holds its lock
+    swapped = tmp_path / f".report.old-{host}-k1lled"  # killed between its swap and its clean-up
+    live = tmp_path / f".report.partial-{host}-l1ve"  # another report, writing now: it holds the lock on its dir
+    elsewhere = tmp_path / ".report.partial-otherhost-k1lled"  # another host's (its lock may not show here)
+    for leftover in (killed, swapped, live, elsewhere):
         leftover.mkdir()
         (leftover / "report.md").write_text("half")
     fd = os.open(live, os.O_RDONLY)
@@ -59,7 +62,7 @@ def test_what_killed_reports_left_is_removed_and_a_live_writers_dir_is_not(tmp_p
         result = rlexp_cli(["report", str(runs), "--out", str(tmp_path / "report"), "--reps", "100"], cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         assert not killed.exists() and not swapped.exists()
-        assert (live / "report.md").read_text() == "half"
+        assert (live / "report.md").read_text() == "half" and (elsewhere / "report.md").read_text() == "half"
     finally:
         os.close(fd)
     assert (tmp_path / "report" / "report.json").is_file()

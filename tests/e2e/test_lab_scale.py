@@ -104,7 +104,8 @@ def test_eight_workers_share_one_study_through_a_kill_and_a_requeue(tmp_path, po
             time.sleep(0.2)
         summaries = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("trial_*/summary.json")]
         assert len({s["slurm_job_id"] for s in summaries}) == WORKERS
-        killed, preempted = summaries[0], summaries[1]
+        # (not the task whose job id is the array's own: `scontrol requeue ARRAY_ID` requeues every task)
+        killed, preempted = [s for s in summaries if str(s["slurm_job_id"]) != array][:2]
         os.kill(int(killed["pid"]), signal.SIGKILL)  # its trial is left RUNNING, its array task FAILED
         subprocess.run(["scontrol", "requeue", preempted["slurm_job_id"]], check=True)
         while _squeue("-j", preempted["slurm_job_id"], "-o", "%T").strip() != "PENDING":

@@ -31,7 +31,8 @@ import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the s
 from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Diverged, Interrupted
 from rlexp.files.atomic import atomic_write_text
-from rlexp.rundir.contract import TRIAL_FILE, read_summary
+from rlexp.rundir.contract import INTERRUPTED, TRIAL_FILE, read_summary
+from rlexp.rundir.lock import abandoned, is_free
 from rlexp.search.results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
 from rlexp.search.space import parse_search_space
 from rlexp.search.storage import open_storage
@@ -329,8 +330,9 @@ class OptunaSweeper(Sweeper):
         if lost is None:
             return trial.number
         number = int(lost.user_attrs.get(RUN_NUMBER_ATTR, lost.number))
-        if Path(lost.user_attrs.get(RUN_DIR_ATTR, "")) != trial_dir(self.sweep_dir, number):
-            return trial.number  # (another worker's sweep dir, maybe on another machine: a run of its own)
+        run_dir = trial_dir(self.sweep_dir, number)
+        if Path(lost.user_attrs.get(RUN_DIR_ATTR, "")) != run_dir or not _resumable_now(run_dir):
+            return trial.number  # a run of its own (the lost run is another worker's, completed, or still going)
         trial.set_user_attr(RUN_NUMBER_ATTR, number)
         return number
 
@@ -407,3 +409,17 @@ class OptunaSweeper(Sweeper):
                 f"{len(failed)} of {len(done)} trials failed, above hydra.sweeper.max_failure_rate="
                 f"{self.max_failure_rate} ({reasons})"
             )
+
+
+def _resumable_now(run_dir: Path) -> bool:
+    """A lost trial's run that a new trial can continue: interrupted (saved on a signal), or abandoned
+    (its process is gone: the lock is free, or its SLURM job is over), with no process holding it now.
+    A run that completed, or whose process may still run (a local job that outlived its sweeper, a
+    requeued SLURM job), is left alone: the new trial runs on its own."""
+    try:
+        summary = read_summary(run_dir)
+    except ConfigError:
+        return False
+    if summary is None or is_free(run_dir) is False:
+        return False
+    return summary.get("status") == INTERRUPTED or abandoned(summary, run_dir)

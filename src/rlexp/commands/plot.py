@@ -63,12 +63,12 @@ def _draw_groups(run_dirs: list[Path], output: Path, title: str | None) -> int:
     from rlexp.files.atomic import atomic_write
     from rlexp.reporting.compute import Settings, group_curves
     from rlexp.reporting.metrics import Metric, common_grid
-    from rlexp.reporting.runs import assign_groups, read_run
+    from rlexp.reporting.runs import assign_groups, damaged, read_run
 
     runs = [read_run(d) for d in run_dirs]
     left = [r for r in runs if r.left_out is not None]
     for run in left:
-        if "unreadable" in str(run.left_out):  # (damaged files: one line each; unfinished runs: counted)
+        if damaged(run.left_out):  # (damaged files: one line each; unfinished runs: counted)
             print(f"rlexp plot: left out {run.dir}: {run.left_out}")
     assign_groups(runs)
     used = [r for r in runs if r.left_out is None]

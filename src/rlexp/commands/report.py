@@ -86,8 +86,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     report, out = make(args)
     counts = report["counts"]
+    from rlexp.reporting.runs import damaged
+
     for row in report["runs"]:  # damaged files: one line each (unfinished runs: counted, listed in report.md)
-        if row["left_out"] and "unreadable" in row["left_out"]:
+        if damaged(row["left_out"]):
             print(f"rlexp report: left out {row['run_dir']}: {row['left_out']}")
     left = f", {counts['left_out']} left out (listed in report.md)" if counts["left_out"] else ""
     print(f"rlexp report: {counts['used']} runs in {counts['groups']} group{'s' * (counts['groups'] != 1)}{left}")

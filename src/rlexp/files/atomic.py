@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -81,6 +82,9 @@ def check_replaceable(out: Path, inputs: list[Path], marker: str) -> Path:
     return out
 
 
+_HOST = socket.gethostname()  # in the names of staging dirs: a host cleans up its own only
+
+
 def _resolved(path: Path, what: str = "") -> Path:
     try:
         return path.resolve()
@@ -117,12 +121,17 @@ def _owner_is_gone(staging: Path) -> bool:
 
 
 def _remove_leftovers(dest: Path) -> None:
-    """What killed writers of ``dest`` left beside it (``.NAME.partial-*``, ``.NAME.old-*``); called
-    with the parent locked, so that a live writer's staging dir (locked) and swap are left alone."""
-    for leftover in dest.parent.glob(f".{dest.name}.partial-*"):
+    """What killed writers of ``dest`` on this host left beside it (``.NAME.partial-HOST-*``,
+    ``.NAME.old-HOST-*``); called with the parent locked, so that a live writer's staging dir (locked)
+    and swap are left alone. Another host's are never touched: flock may hold on one host only (NFS)."""
+    mine = f"{_HOST}-"
+    for leftover in dest.parent.glob(f".{dest.name}.partial-{mine}*"):
         if _owner_is_gone(leftover):
             shutil.rmtree(leftover, ignore_errors=True)
-    for leftover in dest.parent.glob(f".{dest.name}.old-*"):  # (a swap is never half done under the lock)
+    olds = sorted(dest.parent.glob(f".{dest.name}.old-{mine}*"), key=lambda p: p.stat().st_mtime)
+    if olds and not dest.exists():  # killed between its two renames: the earlier dir goes back
+        olds.pop().rename(dest)
+    for leftover in olds:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
@@ -135,7 +144,7 @@ def replaced_dir(dest: Path) -> Iterator[Path]:
     dest.parent.mkdir(parents=True, exist_ok=True)
     with _locked(dest.parent):
         _remove_leftovers(dest)
-        staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
+        staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-{_HOST}-"))
         held = os.open(staging, os.O_RDONLY)  # locked while this process writes into it
         with contextlib.suppress(OSError):
             fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -146,7 +155,7 @@ def replaced_dir(dest: Path) -> Iterator[Path]:
         with naming_the_path(dest):
             yield staging
         with _locked(dest.parent):
-            old = dest.with_name(f".{dest.name}.old-{staging.name.rsplit('-', 1)[-1]}")
+            old = dest.with_name(f".{dest.name}.old-{_HOST}-{staging.name.rsplit('-', 1)[-1]}")
             if dest.exists():
                 dest.rename(old)
             try:

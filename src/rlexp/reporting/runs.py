@@ -139,6 +139,11 @@ def _status_problem(summary: dict[str, Any], run_dir: Path) -> str | None:
     return f"{status}{error}"
 
 
+def damaged(left_out: str | None) -> bool:
+    """Left out because its files cannot be read (not because it did not complete): named one by one."""
+    return left_out is not None and left_out.startswith(("unreadable ", f"{EVALUATIONS_FILE} unreadable"))
+
+
 def read_run(run_dir: Path) -> Run:
     """A run dir with what the report needs; an unreadable or unfinished one comes back left out."""
     try:

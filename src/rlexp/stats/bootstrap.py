@@ -11,6 +11,7 @@ repetition cost O(runs) instead of O(runs_x x runs_y)."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -240,10 +241,11 @@ def pairwise_improvement(
             above[a, b] = _above(x, y)
     used = sorted({g for pair in above for g in pair})
     totals = {pair: np.empty(reps) for pair in above}
-    rng = np.random.default_rng(seed)
+    # a generator per group, seeded by its name: a pair's interval does not change when groups are added
+    rngs = {g: np.random.default_rng([seed, zlib.crc32(g.encode())]) for g in used}
     for part in _chunks(reps, 2 * sum(sorted_runs[g].size for g in used)):
         r = part.stop - part.start
-        counts = {g: _counts(rng, sorted_runs[g].size, r) for g in used}
+        counts = {g: _counts(rngs[g], sorted_runs[g].size, r) for g in used}
         cumulative: dict[str, np.ndarray] = {}
         for (a, b), where in above.items():
             if b not in cumulative:
