@@ -62,7 +62,8 @@ def _draw_groups(run_dirs: list[Path], output: Path, title: str | None) -> int:
     from rlexp.figures.report import sample_efficiency
     from rlexp.files.atomic import atomic_write
     from rlexp.reporting.compute import Settings, group_curves
-    from rlexp.reporting.metrics import Metric, common_grid
+    from rlexp.reporting.make import env_grids
+    from rlexp.reporting.metrics import Metric
     from rlexp.reporting.runs import assign_groups, damaged, read_run
 
     runs = [read_run(d) for d in run_dirs]
@@ -72,10 +73,8 @@ def _draw_groups(run_dirs: list[Path], output: Path, title: str | None) -> int:
             print(f"rlexp plot: left out {run.dir}: {run.left_out}")
     assign_groups(runs)
     used = [r for r in runs if r.left_out is None]
-    envs = sorted({r.env for r in used})
-    grids = {env: common_grid([r for r in used if r.env == env]) for env in envs}
     settings = Settings(metric=Metric("final"))
-    curves = group_curves(runs, grids, settings)
+    curves = group_curves(runs, env_grids(runs), settings)
     if not curves:
         raise ConfigError(f"no completed run with periodic evaluations among the {len(runs):,} runs given")
     groups = list(dict.fromkeys(r.group for r in used))

@@ -418,10 +418,7 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
         hint = f" (did you mean {holding[0]}?)" if len(holding) == 1 else did_you_mean(s.baseline, groups)
         raise ConfigError(f"--baseline {s.baseline!r}: no such group{hint}; groups: " + "; ".join(groups))
     randoms = _randoms(used, envs)
-    cells: dict[tuple[str, str], list[Run]] = {}
-    for run in used:
-        cells.setdefault((run.group, run.env), []).append(run)
-    c = _Cells(cells, groups, envs, grids, _normalization(s, envs, randoms), s)
+    c = _Cells(_by_cell(used), groups, envs, grids, _normalization(s, envs, randoms), s)
     differing = differing_keys(used)
     return {
         "settings": s.record(),
@@ -445,13 +442,17 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
     }
 
 
+def _by_cell(used: list[Run]) -> dict[tuple[str, str], list[Run]]:
+    cells: dict[tuple[str, str], list[Run]] = {}
+    for run in used:
+        cells.setdefault((run.group, run.env), []).append(run)
+    return cells
+
+
 def group_curves(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict[str, Any]:
     """Only the report's learning curves (each group's IQM over its runs at common steps, with its band):
     what ``rlexp plot`` draws for more runs than a figure of each run can show."""
-    cells: dict[tuple[str, str], list[Run]] = {}
-    for run in runs:
-        if run.left_out is None:
-            cells.setdefault((run.group, run.env), []).append(run)
+    cells = _by_cell([r for r in runs if r.left_out is None])
     groups = list(dict.fromkeys(group for group, _ in cells))
     return _curves(_Cells(cells, groups, sorted({env for _, env in cells}), grids, {}, s))
 

@@ -44,13 +44,18 @@ def collect(
 
         added, settings.references, settings.reference_notes = reference_runs(runs, metric)
         runs = [*runs, *added]
+    grids = env_grids(runs)
+    score_runs(runs, metric, grids)
+    return runs, grids
+
+
+def env_grids(runs: list[Run]) -> dict[str, Grid | None]:
+    """Each env's common step grid over its used runs."""
     by_env: dict[str, list[Run]] = {}
     for run in runs:
         if run.left_out is None:
             by_env.setdefault(run.env, []).append(run)
-    grids = {env: common_grid(env_runs) for env, env_runs in by_env.items()}
-    score_runs(runs, metric, grids)
-    return runs, grids
+    return {env: common_grid(env_runs) for env, env_runs in by_env.items()}
 
 
 def write_report(

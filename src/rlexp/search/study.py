@@ -44,11 +44,12 @@ def reclaim_interrupted_trials(study: optuna.Study) -> int:
     They do not count towards n_trials, and their parameters run again, so a resumed sweep loses
     and duplicates nothing.
     """
-    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    trials = study.get_trials(deepcopy=False)  # (one read of the study: it may hold thousands of trials)
+    running = [t for t in trials if t.state == TrialState.RUNNING]
     mine = os.environ.get("SLURM_JOB_ID")
     jobs_over = slurm_jobs_over({job for t in running if (job := _owner(t)[2]) and job != mine})
     reclaimed = 0
-    requeued = {t.user_attrs.get(REQUEUED_FROM_ATTR) for t in study.get_trials(deepcopy=False)}
+    requeued = {t.user_attrs.get(REQUEUED_FROM_ATTR) for t in trials}
     for trial in running:
         if not owner_is_gone(*_owner(trial), jobs_over=jobs_over):
             continue
