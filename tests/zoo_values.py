@@ -1,17 +1,14 @@
 """RL Zoo's tuned hyperparameters (rl_zoo3/hyperparams/*.yml of the rl_zoo3 wheel pinned in the dev extra),
-read without eval() into rlexp's keys; and the writer of conf/env and conf/tuned from them.
+read into rlexp's keys (rlexp.zoo.format, which also reads the runs the zoo trains); and the writer of
+conf/env and conf/tuned from them.
 
     python tests/zoo_values.py          # (nox -s zoo_import) rewrites the generated presets and tuned files
 
-The reader is what tests/e2e/test_zoo_values.py compares every composed config with, key by key. The zoo
-writes Python in strings (``policy_kwargs: "dict(net_arch=[64], activation_fn=nn.ReLU)"``); it is parsed
-with ``ast``, and only literals, ``dict(...)`` and the few class names below are accepted.
+The reader is what tests/e2e/test_zoo_values.py compares every composed config with, key by key.
 """
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,44 +16,9 @@ from typing import Any
 
 import yaml
 
-ZOO_VERSION = "2.9.2"
-# the zoo's file name -> rlexp's algo (her.yml is not read: the zoo 2.9.2 has no `her` algorithm; its
-# Fetch and Panda values are in tqc.yml and sac.yml)
-ALGOS = {
-    "a2c": "a2c",
-    "ars": "ars",
-    "crossq": "crossq",
-    "ddpg": "ddpg",
-    "dqn": "dqn",
-    "ppo": "ppo",
-    "ppo_lstm": "recurrent_ppo",
-    "qrdqn": "qrdqn",
-    "sac": "sac",
-    "td3": "td3",
-    "tqc": "tqc",
-    "trpo": "trpo",
-}
-# names the zoo's Python strings use, as importable paths
-NAMES = {
-    "nn": "torch.nn",
-    "th": "torch",
-    "RMSpropTFLike": "stable_baselines3.common.sb2_compat.rmsprop_tf_like.RMSpropTFLike",
-    "HerReplayBuffer": "stable_baselines3.HerReplayBuffer",
-}
-# the zoo's own wrapper classes -> the same behaviour outside rl_zoo3
-WRAPPER_CLASSES = {
-    "rl_zoo3.wrappers.FrameSkip": "rlexp.build.wrappers.FrameSkip",
-    "rl_zoo3.wrappers.YAMLCompatResizeObservation": "rlexp.build.wrappers.ResizeObservation",
-    "gymnasium.wrappers.transform_observation.GrayscaleObservation": "gymnasium.wrappers.GrayscaleObservation",
-}
-WRAPPER_NAMES = {
-    "AtariWrapper": "atari",
-    "FlatObsWrapper": "flat_obs",
-    "TimeFeatureWrapper": "time_feature",
-    "FrameSkip": "frame_skip",
-    "ResizeObservation": "resize",
-    "GrayscaleObservation": "grayscale",
-}
+from rlexp.zoo.format import ALGOS, WRAPPER_NAMES, ZOO_VERSION, ClassRef, rlexp_values, yaml_value, zoo_dir
+
+__all__ = ["ENVS", "ClassRef", "write", "zoo_pairs"]
 
 
 @dataclass(frozen=True)
@@ -237,89 +199,6 @@ DEPARTURES: dict[tuple[str, str], tuple[dict[str, Any], str]] = {
 }
 
 
-def zoo_dir() -> Path:
-    spec = importlib.util.find_spec("rl_zoo3")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"rl_zoo3 is not installed: pip install rl_zoo3=={ZOO_VERSION} (the dev extra)")
-    return Path(next(iter(spec.submodule_search_locations))) / "hyperparams"
-
-
-@dataclass(frozen=True)
-class ClassRef:
-    """A class the zoo names (nn.ReLU), kept as its import path."""
-
-    path: str
-
-
-def _python(node: ast.AST) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_python(node.operand)
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_python(e) for e in node.elts]
-    if isinstance(node, ast.Dict):
-        return {_python(k): _python(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
-        return {kw.arg: _python(kw.value) for kw in node.keywords}
-    if isinstance(node, ast.Name) and node.id in NAMES:
-        return ClassRef(NAMES[node.id])
-    if isinstance(node, ast.Name) and node.id in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[node.id]
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in NAMES:
-        return ClassRef(f"{NAMES[node.value.id]}.{node.attr}")
-    raise ValueError(f"not a literal: {ast.unparse(node)}")
-
-
-def python_string(text: str) -> Any:
-    return _python(ast.parse(text.strip(), mode="eval").body)
-
-
-def _wrappers(value: Any) -> list[tuple[str, dict[str, Any]]]:
-    entries = value if isinstance(value, list) else [value]
-    out = []
-    for entry in entries:
-        name, kwargs = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
-        out.append((WRAPPER_CLASSES.get(name, name), dict(kwargs or {})))
-    return out
-
-
-def rlexp_values(hyperparams: dict[str, Any]) -> dict[str, Any]:
-    """One zoo entry as rlexp's dotted keys (``algo.batch_size``, ``env.normalize``, ``lr_schedule``...)."""
-    h = dict(hyperparams)
-    out: dict[str, Any] = {"n_timesteps": int(float(h.pop("n_timesteps")))}
-    if "n_envs" in h:
-        out["env.n_envs"] = int(h.pop("n_envs"))
-    if "frame_stack" in h:
-        out["env.frame_stack"] = int(h.pop("frame_stack"))
-    if "env_kwargs" in h:
-        out["env.kwargs"] = h.pop("env_kwargs")
-    if "env_wrapper" in h:
-        out["env.wrappers"] = _wrappers(h.pop("env_wrapper"))
-    normalize = h.pop("normalize", False)
-    if normalize:
-        kwargs = python_string(normalize) if isinstance(normalize, str) else {}
-        if "gamma" in h:  # the zoo discounts VecNormalize's returns with the algorithm's gamma
-            kwargs["gamma"] = float(h["gamma"])
-        out["env.normalize"] = True
-        out["env.normalize_kwargs"] = kwargs
-    if "noise_type" in h:
-        out["action_noise.kind"] = h.pop("noise_type").replace("-", "_")
-        out["action_noise.std"] = float(h.pop("noise_std"))
-    for key, schedule in (("learning_rate", "lr_schedule"), ("clip_range", "clip_range_schedule")):
-        if isinstance(h.get(key), str):
-            kind, value = h[key].split("_")
-            assert kind == "lin", h[key]
-            h[key] = float(value)
-            out[schedule] = "linear"
-    for key in ("policy_kwargs", "replay_buffer_kwargs", "replay_buffer_class"):
-        if isinstance(h.get(key), str):
-            h[key] = python_string(h[key]) if key != "replay_buffer_class" else ClassRef(NAMES[h[key]])
-    for key, value in h.items():
-        out[f"algo.{key}"] = value
-    return out
-
-
 def zoo_pairs() -> dict[tuple[str, str], dict[str, Any]]:
     """(rlexp algo, zoo env id) -> the zoo's values in rlexp's keys, for every pair rlexp covers."""
     pairs = {}
@@ -343,6 +222,8 @@ GENERATED = (
 FAMILY_WRAPPERS = {
     "atari": {"atari": {"_target_": "stable_baselines3.common.atari_wrappers.AtariWrapper"}},
     "minigrid": {"flat_obs": {"_target_": "minigrid.wrappers.FlatObsWrapper"}},
+    # panda-gym 3 draws each episode's goal from the OS after the first reset: rlexp seeds every reset
+    "panda": {"seeded_resets": {"_target_": "rlexp.build.wrappers.SeededResets"}},
 }
 FAMILY_NOTES = {
     "atari": (
@@ -355,22 +236,16 @@ FAMILY_NOTES = {
     "minigrid": "The grid as one flat vector (minigrid's FlatObsWrapper), as the zoo trains MiniGrid. pip install 'rlexp[minigrid]'.",
     "mujoco": "pip install 'rlexp[mujoco]'.",
     "robotics": "Goal-conditioned (dict observations: MultiInputPolicy). pip install 'rlexp[robotics]'.",
-    "panda": "Goal-conditioned (dict observations: MultiInputPolicy), PyBullet. pip install 'rlexp[panda]'.",
+    "panda": (
+        "Goal-conditioned (dict observations: MultiInputPolicy), PyBullet. pip install 'rlexp[panda]'.\n"
+        "# SeededResets: panda-gym 3.0.7 re-seeds each unseeded reset from the OS (its goals are not reproducible,\n"
+        "# the zoo's runs neither); rlexp seeds every reset from the run's seed, so that a run can be repeated."
+    ),
     "highway": "Goal-conditioned (dict observations: MultiInputPolicy). pip install 'rlexp[highway]'.",
     "bullet": "PyBullet's locomotion envs (pybullet_envs_gymnasium). pip install 'rlexp[bullet]'.",
     "box2d": "",
     "classic": "",
 }
-
-
-def _yaml_value(value: Any) -> Any:
-    if isinstance(value, ClassRef):
-        return {"_target_": "hydra.utils.get_class", "path": value.path}
-    if isinstance(value, dict):
-        return {k: _yaml_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_yaml_value(v) for v in value]
-    return value
 
 
 def _dump(header: str, body: dict[str, Any]) -> str:
@@ -458,7 +333,7 @@ def tuned_text(algo: str, zoo_file: str, env_id: str, values: dict[str, Any]) ->
             continue
         head, _, rest = key.partition(".")
         node = nested.setdefault(head, {})
-        node[rest] = _yaml_value(value)
+        node[rest] = yaml_value(value)
     if env.family in ("atari", "minigrid"):  # the zoo evaluates these with the stochastic policy
         nested["callbacks"] = {"eval": {"deterministic": False}}
     schedules = body.pop("_schedules", {})

@@ -56,7 +56,7 @@ class Run:
         VecNormalize statistics, frozen: ``env = model.get_env(); model.predict(env.reset())``."""
         from rlexp.build.envs import build_vec_env
         from rlexp.build.model import load_agent
-        from rlexp.rundir.agents import open_agent
+        from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
         agent = open_agent(str(self.dir), which, self.trust)
         env = build_vec_env(

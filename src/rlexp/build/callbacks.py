@@ -5,6 +5,7 @@ user's callbacks, progress and training health."""
 from __future__ import annotations
 
 import shutil
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalC
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.files.atomic import remove_partial_saves, replace_durably
-from rlexp.monitor.evaluation import eval_freq
+from rlexp.monitor.evaluation import eval_freq, training_rngs_untouched
 from rlexp.monitor.finite import FiniteTraining
 from rlexp.monitor.health import TrainingHealth
 from rlexp.monitor.progress import Progress
@@ -118,12 +119,14 @@ class RunEvalCallback(EvalCallback):
         self.stopper.check_evaluation()
 
     def _on_step(self) -> bool:
+        evaluated = self.eval_freq > 0 and self.n_calls % self.eval_freq == 0  # (as EvalCallback decides)
         try:
-            keep_going = super()._on_step()
+            # observing a run does not change what it learns (only on the steps that evaluate: no per-step cost)
+            with training_rngs_untouched(self.model) if evaluated else nullcontext():
+                keep_going = super()._on_step()
         except StopEvaluation:
             self.stopper.save(self.stopper.rollout_step)
             return False
-        evaluated = self.eval_freq > 0 and self.n_calls % self.eval_freq == 0  # (as EvalCallback decides)
         written = Path(f"{self.log_path}.npz") if evaluated and self.npz is not None else None
         if written is not None and written.is_file():
             replace_durably(written, self.npz)

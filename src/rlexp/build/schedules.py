@@ -8,8 +8,9 @@ that SB3 can pickle them into the saved model.
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from stable_baselines3.common.utils import ConstantSchedule, LinearSchedule
+from stable_baselines3.common.utils import ConstantSchedule
 
 from rlexp.errors import ConfigError
 
@@ -22,7 +23,30 @@ def constant(initial: float) -> ConstantSchedule:
 
 def linear(initial: float, final_fraction: float = 0.0) -> LinearSchedule:
     """RL Zoo's ``lin_<value>``: from ``initial`` down to ``final_fraction * initial``."""
-    return LinearSchedule(start=initial, end=initial * final_fraction, end_fraction=1.0)
+    return LinearSchedule(initial, initial * final_fraction)
+
+
+class LinearSchedule:
+    """``final + progress_remaining * (initial - final)``: with ``final`` 0 (RL Zoo's ``lin_``), the very float
+    arithmetic of the zoo's ``progress_remaining * initial``, so that rlexp trains the zoo's weights bit for bit
+    (SB3's ``LinearSchedule`` rounds otherwise once progress falls below 1; benchmarks/zoo_parity.py)."""
+
+    def __init__(self, initial: float, final: float = 0.0) -> None:
+        self.initial = float(initial)
+        self.final = float(final)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "initial_value" in state:  # RL Zoo's SimpleLinearSchedule, pickled in a zoo run's model
+            state = {"initial": float(state["initial_value"]), "final": 0.0}
+        self.__dict__.update(state)
+
+    def __call__(self, progress_remaining: float) -> float:
+        if self.final == 0.0:
+            return progress_remaining * self.initial
+        return self.final + progress_remaining * (self.initial - self.final)
+
+    def __repr__(self) -> str:
+        return f"LinearSchedule(initial={self.initial}, final={self.final})"
 
 
 class CosineSchedule:

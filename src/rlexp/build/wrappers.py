@@ -34,3 +34,22 @@ class FrameSkip(gym.Wrapper):
             if terminated or truncated:
                 break
         return obs, total, terminated, truncated, info
+
+
+class SeededResets(gym.Wrapper):
+    """Every reset seeded, from the first seed an env is given: for envs that draw a fresh generator from the
+    OS at each unseeded reset (panda-gym 3's ``seeding.np_random(None)``, which picks each episode's goal), so
+    that a run is the same run again with the same seed. SB3's vector envs seed only the first reset."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self._seeds: Any = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        import numpy as np
+
+        if seed is not None:
+            self._seeds = np.random.default_rng(seed)
+        elif self._seeds is not None:
+            seed = int(self._seeds.integers(2**31 - 1))
+        return self.env.reset(seed=seed, options=options)

@@ -100,10 +100,10 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     """Plays and scores the episodes; returns the record written to ``<out>.json`` and ``out``."""
     from rlexp.cluster.cpus import job_threads
     from rlexp.files.atomic import atomic_write_json, atomic_write_text
-    from rlexp.rundir.agents import open_agent
     from rlexp.rundir.checksums import sha256
     from rlexp.rundir.contract import EVALUATE_DIR, RUNNING, read_summary
     from rlexp.stats.scores import summarize
+    from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
     agent = open_agent(args.run, args.agent, args.trust)
     # what was scored: the agent's bytes now (a run still training may replace best/ or the final agent)

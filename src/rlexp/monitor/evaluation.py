@@ -9,7 +9,8 @@ them), all in this process and in lockstep, so the result depends on the seed an
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
@@ -49,6 +50,31 @@ def schedule_note(cfg: DictConfig) -> str | None:
         f"n_timesteps={cfg.n_timesteps} is below callbacks.eval.freq={cfg.callbacks.eval.freq}: evaluating every "
         f"{freq} steps instead ({cfg.n_timesteps // freq} evaluations; callbacks.eval.freq=0 turns them off)"
     )
+
+
+@contextmanager
+def training_rngs_untouched(model: BaseAlgorithm) -> Iterator[None]:
+    """Whatever an evaluation draws comes back undrawn: torch's, NumPy's and Python's global generators and
+    the model's action space are as they were before it. A stochastic evaluation (Atari, MiniGrid) samples
+    actions from torch's generator, DQN's epsilon from NumPy's: without this, evaluating a run would change
+    what it learns, and a run with evaluations would not train the weights of the same run without them."""
+    import random
+
+    import numpy as np
+    import torch
+
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    space_rng = getattr(model.action_space, "_np_random", None)
+    space_state = None if space_rng is None else space_rng.bit_generator.state
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=devices):
+        try:
+            yield
+        finally:
+            np.random.set_state(numpy_state)
+            random.setstate(python_state)
+            if space_rng is not None:
+                space_rng.bit_generator.state = space_state
 
 
 def final_evaluation(

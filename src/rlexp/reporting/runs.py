@@ -1,5 +1,6 @@
 """The runs a report is made of: found by their summary.json under the paths given, read from the run-dir
-contract (summary.json, config.yaml, evaluations.npz), grouped into the conditions being compared.
+contract (summary.json, config.yaml, evaluations.npz), grouped into the conditions being compared. RL Zoo's
+log folders count as runs too (rlexp.zoo.runs: scored by their last periodic evaluation).
 
 Only what a completed run wrote is used; every other run is kept with the reason it is left out, so that
 the report lists it instead of dropping it silently."""
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from omegaconf import OmegaConf
 
 from rlexp.errors import ConfigError, collapsed
 from rlexp.rundir.contract import (
@@ -28,6 +30,8 @@ from rlexp.rundir.contract import (
     read_evaluations,
     read_summary,
 )
+from rlexp.zoo.runs import ARGS_FILE as ZOO_ARGS_FILE
+from rlexp.zoo.runs import find_zoo_run, zoo_config, zoo_summary
 
 # keys that do not change what a run learns or how it is scored: runs differing only there are seeds of
 # one condition (the seed itself, logging, drawing, health checks, checkpoints, where it ran)
@@ -54,13 +58,17 @@ def runs_in(path: Path) -> list[Path]:
     """The run dirs ``path`` is or holds (dirs with a summary.json), in order of their names' numbers."""
     if not path.is_dir():
         raise ConfigError(f"{path}: no such directory")
-    if (path / SUMMARY_FILE).is_file():
+    if (path / SUMMARY_FILE).is_file() or find_zoo_run(path) is not None:
         return [path]
+    zoo_runs = {p.parent.parent for p in path.rglob(ZOO_ARGS_FILE)}  # RL Zoo's logs/<algo>/<EnvId>_<n>/
     found = sorted(
         (
-            p.parent
-            for p in path.rglob(SUMMARY_FILE)  # not in hidden dirs: a run set aside (.abandoned_1), .hydra
-            if not any(part.startswith(".") for part in p.relative_to(path).parts)
+            d
+            for d in (
+                *(p.parent for p in path.rglob(SUMMARY_FILE)),  # not in hidden dirs: a run set aside, .hydra
+                *(d for d in zoo_runs if find_zoo_run(d) is not None),
+            )
+            if not any(part.startswith(".") for part in d.relative_to(path).parts)
         ),
         key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))],  # job 2 before 10
     )
@@ -147,8 +155,11 @@ def damaged(left_out: str | None) -> bool:
 def read_run(run_dir: Path) -> Run:
     """A run dir with what the report needs; an unreadable or unfinished one comes back left out."""
     try:
-        summary = read_summary(run_dir)
-        config = read_config_dict(run_dir)
+        zoo = find_zoo_run(run_dir) if not (run_dir / SUMMARY_FILE).is_file() else None
+        if zoo is not None:  # an RL Zoo log folder, read as a run (rlexp.zoo.runs)
+            summary, config = zoo_summary(zoo), OmegaConf.to_container(zoo_config(zoo), enum_to_str=True)
+        else:
+            summary, config = read_summary(run_dir), read_config_dict(run_dir)
         if summary is None:
             raise FileNotFoundError(run_dir / SUMMARY_FILE)
     except (OSError, ValueError, ConfigError, yaml.YAMLError) as err:

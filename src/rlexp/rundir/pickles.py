@@ -51,12 +51,18 @@ SAFE_GLOBALS = {
 }
 
 
+# classes of RL Zoo's pickles read as rlexp's class of the same behaviour (a zoo run opens without rl_zoo3):
+# the zoo's linear schedule is rlexp's (rlexp.build.schedules.LinearSchedule takes its state)
+STAND_INS = {("rl_zoo3.utils", "SimpleLinearSchedule"): ("rlexp.build.schedules", "LinearSchedule")}
+
+
 class _Restricted(pickle.Unpickler):
     def __init__(self, data: bytes, trusted: set[str]) -> None:
         super().__init__(io.BytesIO(data))
         self.trusted = trusted
 
     def find_class(self, module: str, name: str) -> Any:
+        module, name = STAND_INS.get((module, name), (module, name))
         # a dotted name walks attributes (protocol 4): "np.f2py.subprocess.Popen" from an allowed module
         if "." in name or (module.startswith("_") and (module, name) not in SAFE_GLOBALS):
             raise _Refused(f"{module}.{name}")

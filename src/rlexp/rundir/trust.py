@@ -159,22 +159,23 @@ def untrusted(config: dict[str, Any], trusted: Collection[str] = ()) -> list[tup
     return found
 
 
-def check_trusted(config: dict[str, Any], run_dir: Path, trust: Iterable[str] = ()) -> None:
+def check_trusted(config: dict[str, Any], run_dir: Path, trust: Iterable[str] = (), source: Path | None = None) -> None:
     """Refuses, in one line, a run dir whose config names code that is neither allowed nor trusted
-    (nothing of it has been imported or called yet)."""
+    (nothing of it has been imported or called yet); ``source``: the file it was read from, where not the
+    run's config.yaml (an RL Zoo run's config.yml)."""
     refused = untrusted(config, trusted_packages(trust))
     if not refused:
         return
     key, name = refused[0]
     if "${" in name:
         raise ConfigError(
-            f"{run_dir / CONFIG_FILE}: {key} holds an interpolation ({name[:80]}), which a run's config never "
+            f"{source or run_dir / CONFIG_FILE}: {key} holds an interpolation ({name[:80]}), which a run's config never "
             "does (rlexp writes it resolved): edited by hand, not opened"
         )
     package = name.split(":", 1)[0].split(".", 1)[0] if key == "env.id" else name.split(".", 1)[0]
     more = f" (and {len(refused) - 1} more: {', '.join(n for _, n in refused[1:4])})" if len(refused) > 1 else ""
     raise ConfigError(
-        f"{run_dir / CONFIG_FILE}: {key} names {name}{more}, which is not on rlexp's allow-list: opening "
+        f"{source or run_dir / CONFIG_FILE}: {key} names {name}{more}, which is not on rlexp's allow-list: opening "
         f"this run would run that code. If you trust the run's author, open it with --trust {package} "
         f"(or RLEXP_TRUST={package}; the Python API: trust=[{package!r}])"
     )

@@ -1,0 +1,360 @@
+"""Same seed, same agent: rlexp against RL Zoo 2.9.2's own train.py on every tuned pair, tensor by tensor.
+
+For each tuned pair (``rlexp list``) whose family installs here it trains the pair twice, each in a process
+of its own, as their users run them: ``python -m rl_zoo3.train --algo A --env ID -n N --seed 0 --eval-freq -1
+--num-threads 1`` and ``rlexp algo=A env.id=ID seed=0 n_timesteps=N torch_threads=1 callbacks.eval.freq=0
+random_baseline.episodes=0``, both under OMP_NUM_THREADS=1 (torch's thread count changes how floats are
+summed: on two threads the same runs differ by ~1e-6 after one update). Then it compares every tensor
+of the two saved models (policy and optimizer state, read with SB3's ``load_from_zip_file``) and, where the
+pair normalizes, the VecNormalize statistics.
+
+The budget exercises the whole pipeline at small cost: two rollouts and updates on-policy; off-policy,
+``learning_starts`` lowered to 100 on both sides (the zoo's ``-params learning_starts:100``; a value that
+only shapes the budget) and two training rounds past it; ARS, two iterations. ``--full`` runs the given
+pairs at their tuned budgets instead. ``--eval`` turns evaluations on, on both sides (rlexp's default
+periodic evaluations and random-policy baseline; the zoo's EvalCallback every 1,000 steps, 5 episodes):
+rlexp's evaluations draw no random number from training's generators, so its weights stay those of the
+run without them; the zoo's stochastic evaluations (Atari, MiniGrid) draw from torch's, which the table
+then shows.
+
+Where the zoo cannot make the id of its own entry here (mujoco-py's ``-v2``, panda-gym 3's ``-v3`` for the
+zoo's ``-v1``), both train the id rlexp builds and the zoo reads its own entry from a ``--conf-file``
+under that id. A pair whose tuned file departs from the zoo (``tuned_departures``) also runs with the
+zoo's values for those keys, so that the rest is shown identical.
+
+Each pair's row: ``identical`` (max |difference| 0.0), ``differs`` (the size), ``departure`` (the tuned
+file's reason, and the size), or ``cannot run here`` (why). The rows go to benchmarks/zoo_parity.json,
+which the docs' parity page (docs/hooks/reference.py) and README's summary line are made from.
+
+    python benchmarks/zoo_parity.py                      # every pair that installs here (~1 h on 2 cores)
+    python benchmarks/zoo_parity.py --pair ppo_cartpole --pair sac_pendulum
+    python benchmarks/zoo_parity.py --family minigrid --jobs 2
+    python benchmarks/zoo_parity.py --pair ppo_cartpole --full --no-save
+    nox -s zoo-parity -- --family classic
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "zoo_parity.json"
+SEED = 0
+LEARNING_STARTS = 100  # off-policy: where training starts on both sides, when the tuned value is larger
+EVAL_FREQ, EVAL_EPISODES = 1_000, 5  # --eval: both sides' periodic evaluations
+ATARI_ID = "BreakoutNoFrameskip-v4"  # the game the zoo's `atari` entry is run on
+ZOO_ALGO = {"recurrent_ppo": "ppo_lstm"}  # rlexp's name -> the zoo's --algo
+ZOO_DEFAULTS = {"n_envs": 1}  # the zoo's value of a key its entry leaves out
+ON_POLICY = {"ppo", "a2c", "trpo", "recurrent_ppo"}
+# the zoo's default n_steps of each on-policy algorithm where its entry has none (SB3's defaults)
+DEFAULT_N_STEPS = {"ppo": 2048, "a2c": 5, "trpo": 2048, "recurrent_ppo": 128}
+
+
+@dataclass
+class Case:
+    """One pair's two commands: what both train, on what budget, with which shared changes."""
+
+    pair: str
+    algo: str
+    family: str
+    zoo_entry: str  # the id of the zoo's entry (hyperparams/<algo>.yml)
+    env_id: str  # the id both train
+    budget: int
+    full_budget: int  # the tuned n_timesteps
+    zoo_params: dict[str, Any] = field(default_factory=dict)  # -params key:value
+    overrides: list[str] = field(default_factory=list)  # rlexp's for the same values
+    conf: dict[str, Any] | None = None  # the zoo's entry under env_id (a --conf-file), where it cannot make its id
+    note: str = ""
+
+
+def zoo_hyperparams(algo: str) -> dict[str, Any]:
+    """The zoo's own YAML for an algorithm, from the installed rl_zoo3 (read as a file: no zoo code runs here)."""
+    spec = importlib.util.find_spec("rl_zoo3")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("rl_zoo3 is not installed: pip install -e '.[dev]' (it pins rl_zoo3==2.9.2)")
+    path = Path(spec.submodule_search_locations[0]) / "hyperparams" / f"{ZOO_ALGO.get(algo, algo)}.yml"
+    return yaml.safe_load(path.read_text())
+
+
+def _makeable(env_id: str) -> str | None:
+    """None when gymnasium makes ``env_id`` here, else why not."""
+    import gymnasium as gym
+
+    from rlexp.config.env_families import register_family
+
+    try:
+        register_family(env_id)
+        gym.make(env_id).close()
+    except Exception as err:  # (any failure to build: the id stays the zoo's business)
+        return f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
+    return None
+
+
+def plan(pair: Any, installed: dict[str, bool]) -> Case | str:
+    """The case of a tuned pair (rlexp.config.tuned.TunedPair), or why it cannot run here."""
+    import rlexp
+
+    if not installed.get(pair.family, True):
+        return f"the {pair.family} family is not installed here (rlexp[{pair.family}])"
+    entry = pair.source.split()[-1]
+    env_id = ATARI_ID if entry == "atari" else entry
+    conf = None
+    note = ""
+    why = _makeable(env_id)
+    if why is not None:
+        if _makeable(pair.env_id) is not None:
+            return f"neither {env_id} nor {pair.env_id} builds here ({why})"
+        conf = {pair.env_id: zoo_hyperparams(pair.algo)[entry]}
+        note = f"the zoo cannot make {entry} here; both train {pair.env_id}, the zoo from its {entry} entry"
+        env_id = pair.env_id
+    cfg = rlexp.compose([f"algo={pair.algo}", f"env.id={env_id}"])
+    n_envs = int(cfg.env.n_envs)
+    params: dict[str, Any] = {}
+    if pair.algo in ON_POLICY:
+        budget = 2 * int(cfg.algo.get("n_steps") or DEFAULT_N_STEPS[pair.algo]) * n_envs
+    elif pair.algo == "ars":
+        budget = 0  # two iterations: measured by a first rlexp run (see _ars_budget)
+    else:
+        starts = int(cfg.algo.learning_starts)
+        if starts > LEARNING_STARTS:
+            params["learning_starts"] = starts = LEARNING_STARTS
+        freq = cfg.algo.get("train_freq", 1)
+        every, unit = (int(freq[0]), str(freq[1])) if not isinstance(freq, int) else (int(freq), "step")
+        # an "episode" round ends with an episode: a TimeLimit's length at most
+        episode = 1 if unit == "step" else _episode_limit(env_id)
+        budget = starts + 2 * every * episode * n_envs + n_envs
+    overrides = [f"algo.{key}={value}" for key, value in params.items()]
+    for key in pair.departures:  # the zoo's value of each key rlexp departs in, on rlexp's side too
+        name = key.rsplit(".", 1)[-1]
+        zoo_value = zoo_hyperparams(pair.algo)[entry].get(name, ZOO_DEFAULTS.get(name))
+        overrides.append(f"{key}={zoo_value}")
+    return Case(
+        pair.file, pair.algo, pair.family, entry, env_id, budget, int(cfg.n_timesteps), params, overrides, conf, note
+    )
+
+
+def _episode_limit(env_id: str) -> int:
+    import gymnasium as gym
+
+    spec = gym.spec(env_id)
+    return int(spec.max_episode_steps or 1000)
+
+
+def zoo_command(case: Case, out: Path, budget: int, evaluate: bool) -> list[str]:
+    command = [sys.executable, "-m", "rl_zoo3.train", "--algo", ZOO_ALGO.get(case.algo, case.algo), "--env",
+               case.env_id, "-n", str(budget), "--seed", str(SEED), "--num-threads", "1", "-f", str(out / "zoo"),
+               "--log-interval", "-1"]  # fmt: skip
+    if evaluate:
+        command += ["--eval-freq", str(EVAL_FREQ), "--eval-episodes", str(EVAL_EPISODES), "--n-eval-envs", "1"]
+    else:
+        command += ["--eval-freq", "-1"]
+    if case.zoo_params:
+        command += ["--hyperparams", *(f"{k}:{v}" for k, v in case.zoo_params.items())]
+    if case.conf is not None:
+        conf = out / "zoo_conf.yml"
+        conf.write_text(yaml.safe_dump(case.conf))
+        command += ["--conf-file", str(conf)]
+    return command
+
+
+def rlexp_command(case: Case, run_dir: Path, budget: int, evaluate: bool, departures: bool = True) -> list[str]:
+    overrides = case.overrides if departures else case.overrides[: len(case.zoo_params)]
+    evaluation = [f"callbacks.eval.freq={EVAL_FREQ}", f"callbacks.eval.n_episodes={EVAL_EPISODES}"] if evaluate else [
+        "callbacks.eval.freq=0", "random_baseline.episodes=0"]  # fmt: skip
+    return [sys.executable, "-m", "rlexp", f"algo={case.algo}", f"env.id={case.env_id}", f"seed={SEED}",
+            f"n_timesteps={budget}", "torch_threads=1", "curves=false", *evaluation, *overrides,
+            f"hydra.run.dir={run_dir}"]  # fmt: skip
+
+
+def _run(command: list[str], log: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    with log.open("w") as out:
+        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log.parent)
+    if result.returncode != 0:
+        tail = [line for line in log.read_text().splitlines() if line.strip()][-1:] or ["(no output)"]
+        raise RuntimeError(f"{Path(command[2]).name if command[1] == '-m' else command[0]} exit {result.returncode}: "
+                           f"{tail[0][:300]}")  # fmt: skip
+
+
+def _tensors(node: Any, prefix: str = "") -> dict[str, Any]:
+    import torch
+
+    if isinstance(node, torch.Tensor):
+        return {prefix: node}
+    if isinstance(node, dict):
+        return {k: v for key, value in node.items() for k, v in _tensors(value, f"{prefix}/{key}").items()}
+    if isinstance(node, (list, tuple)):
+        return {k: v for i, value in enumerate(node) for k, v in _tensors(value, f"{prefix}/{i}").items()}
+    return {}
+
+
+def model_difference(a: Path, b: Path) -> tuple[float, int]:
+    """The largest |difference| over every tensor the two model zips save (policy and optimizer state), and
+    how many tensors; a tensor on one side only is infinitely different."""
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    first = _tensors(load_from_zip_file(a, device="cpu", load_data=False)[1])
+    second = _tensors(load_from_zip_file(b, device="cpu", load_data=False)[1])
+    if first.keys() != second.keys():
+        return float("inf"), len(first)
+    worst = 0.0
+    for key, tensor in first.items():
+        other = second[key]
+        if tensor.shape != other.shape:
+            return float("inf"), len(first)
+        if tensor.numel():
+            worst = max(worst, (tensor.double() - other.double()).abs().max().item())
+    return worst, len(first)
+
+
+def vecnormalize_difference(a: Path, b: Path) -> float:
+    """The largest |difference| of two VecNormalize files' running statistics (both the harness's own files)."""
+    import numpy as np
+
+    def stats(path: Path) -> dict[str, Any]:
+        with path.open("rb") as f:
+            norm = pickle.load(f)
+        found = {}
+        for name in ("obs_rms", "ret_rms"):
+            rms = getattr(norm, name)
+            items = rms.items() if isinstance(rms, dict) else [("", rms)]
+            for key, r in items:
+                found.update({f"{name}{key}.mean": r.mean, f"{name}{key}.var": r.var, f"{name}{key}.count": r.count})
+        return found
+
+    first, second = stats(a), stats(b)
+    if first.keys() != second.keys():
+        return float("inf")
+    return max(float(np.max(np.abs(np.asarray(first[k], float) - np.asarray(second[k], float)))) for k in first)
+
+
+def _ars_budget(case: Case, scratch: Path) -> int:
+    """ARS's budget for two iterations: the steps its first iteration takes (an rlexp run of budget 1), + 1."""
+    run_dir = scratch / "ars_probe"
+    _run(rlexp_command(case, run_dir, 1, evaluate=False), scratch / "ars_probe.log")
+    return int(json.loads((run_dir / "summary.json").read_text())["steps_done"]) + 1
+
+
+def run_case(case: Case, scratch: Path, full: bool, evaluate: bool) -> dict[str, Any]:
+    """Train both sides and compare; the row of the table."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    if full:
+        budget = case.full_budget
+    else:
+        budget = case.budget or _ars_budget(case, scratch)
+    row: dict[str, Any] = {"pair": case.pair, "algo": case.algo, "family": case.family, "zoo_entry": case.zoo_entry,
+                           "env_id": case.env_id, "steps": budget, "shared": case.zoo_params, "note": case.note,
+                           "eval": evaluate}  # fmt: skip
+    try:
+        _run(zoo_command(case, scratch, budget, evaluate), scratch / "zoo.log")
+        runs = list((scratch / "zoo" / ZOO_ALGO.get(case.algo, case.algo)).glob(f"{case.env_id}_*"))
+        zoo_dir = runs[0]
+        _run(rlexp_command(case, scratch / "rlexp_run", budget, evaluate), scratch / "rlexp.log")
+    except RuntimeError as err:
+        return {**row, "verdict": "failed", "why": str(err), "seconds": round(time.perf_counter() - started, 1)}
+    diff, tensors = model_difference(zoo_dir / f"{case.env_id}.zip", scratch / "rlexp_run" / "model.zip")
+    row.update(max_abs_diff=diff, tensors=tensors)
+    zoo_norm, rlexp_norm = zoo_dir / case.env_id / "vecnormalize.pkl", scratch / "rlexp_run" / "vecnormalize.pkl"
+    if zoo_norm.is_file() or rlexp_norm.is_file():
+        norm = vecnormalize_difference(zoo_norm, rlexp_norm) if zoo_norm.is_file() and rlexp_norm.is_file() else None
+        row["vecnormalize_diff"] = float("inf") if norm is None else norm
+        diff = max(diff, row["vecnormalize_diff"])
+    if case.overrides[len(case.zoo_params) :]:  # a departure: also rlexp's own values, against the zoo's
+        own = scratch / "rlexp_departing_run"
+        _run(rlexp_command(case, own, budget, evaluate, departures=False), scratch / "rlexp_departing.log")
+        row["departure_diff"] = model_difference(zoo_dir / f"{case.env_id}.zip", own / "model.zip")[0]
+        row["departures"] = case.overrides[len(case.zoo_params) :]
+        row["verdict"] = "departure"
+    else:
+        row["verdict"] = "identical" if diff == 0.0 else "differs"
+    row["seconds"] = round(time.perf_counter() - started, 1)
+    return row
+
+
+def installed_families() -> dict[str, bool]:
+    from rlexp.config.env_families import FAMILIES
+
+    return {f.name: f.module is None or importlib.util.find_spec(f.module) is not None for f in FAMILIES}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pair", action="append", help="a tuned pair (conf/tuned/<pair>.yaml); repeatable")
+    parser.add_argument("--family", action="append", help="only this env family; repeatable")
+    parser.add_argument("--algo", action="append", help="only this algorithm; repeatable")
+    parser.add_argument("--full", action="store_true", help="the tuned budgets (not saved into the table)")
+    parser.add_argument("--eval", action="store_true", help="evaluations on, on both sides (not saved)")
+    parser.add_argument("--jobs", type=int, default=1, help="pairs at a time (each side on one thread)")
+    parser.add_argument("--no-save", action="store_true", help="print the rows, leave zoo_parity.json as it is")
+    parser.add_argument("--keep", type=Path, help="keep the runs under this dir")
+    args = parser.parse_args()
+
+    from rlexp.config.tuned import tuned_pairs
+
+    pairs = [p for p in tuned_pairs() if (not args.pair or p.file in args.pair)
+             and (not args.family or p.family in args.family) and (not args.algo or p.algo in args.algo)]  # fmt: skip
+    if args.pair and len(pairs) != len(args.pair):
+        known = {p.file for p in tuned_pairs()}
+        raise SystemExit(f"unknown pair(s): {', '.join(sorted(set(args.pair) - known))} (rlexp list shows them)")
+    installed = installed_families()
+    scratch = args.keep or Path(tempfile.mkdtemp(prefix="zoo_parity_"))
+    rows: dict[str, dict[str, Any]] = {}
+
+    cases = [(pair, plan(pair, installed)) for pair in pairs]  # (composing is not thread-safe: first, in turn)
+
+    def one(pair: Any, case: Case | str) -> dict[str, Any]:
+        if isinstance(case, str):
+            return {"pair": pair.file, "algo": pair.algo, "family": pair.family, "verdict": "cannot run here",
+                    "why": case, "zoo_entry": pair.source.split()[-1], "env_id": pair.env_id}  # fmt: skip
+        return run_case(case, scratch / pair.file, args.full, args.eval)
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for row in pool.map(lambda item: one(*item), cases):
+            rows[row["pair"]] = row
+            size = row.get("departure_diff", row.get("max_abs_diff"))
+            print(f"{row['pair']:40} {row['verdict']:16} {'' if size is None else f'{size:.3g}':10} "
+                  f"{row.get('steps', ''):>8} {row.get('seconds', ''):>7} {row.get('why', row.get('note', ''))}",
+                  flush=True)  # fmt: skip
+    if not args.keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if args.no_save or args.full or args.eval:
+        return
+    save(rows)
+
+
+def save(rows: dict[str, dict[str, Any]]) -> None:
+    """Merge the rows into zoo_parity.json (pairs not run keep their rows), with the versions that made them."""
+    from importlib.metadata import version
+
+    previous = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"pairs": {}}
+    pairs = {**previous["pairs"], **rows}
+    packages = ("rl_zoo3", "stable_baselines3", "sb3_contrib", "torch", "gymnasium", "numpy")
+    record = {
+        "format": 1,
+        "versions": {name: version(name) for name in packages},
+        "threads": 1,
+        "seed": SEED,
+        "pairs": dict(sorted(pairs.items())),
+    }
+    RESULTS.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
+    print(f"wrote {RESULTS.relative_to(ROOT)} ({len(pairs)} pairs)")
+
+
+if __name__ == "__main__":
+    main()

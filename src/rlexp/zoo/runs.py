@@ -1,0 +1,271 @@
+"""An RL Zoo log folder read as a run, so that a zoo user keeps their trained agents: ``rlexp evaluate``,
+``video``, ``export`` and ``report`` take ``logs/<algo>/<EnvId>_<n>/`` (or a zip in it) as they take a run dir.
+
+What the zoo's train.py writes there, and what rlexp reads of it:
+
+    <EnvId>_<n>/
+      <EnvId>.zip, best_model.zip         the final agent, the best of the periodic evaluations
+      rl_model_<N>_steps.zip              checkpoints (+ rl_model_vecnormalize_<N>_steps.pkl)
+      evaluations.npz                     the periodic evaluations (SB3's EvalCallback)
+      <EnvId>/args.yml, config.yml        the command's arguments and the hyperparameters used
+      <EnvId>/vecnormalize.pkl            the normalization statistics, where the run normalized
+
+The zoo saves both YAML files with a Python tag (``!!python/object/apply:collections.OrderedDict``); they are
+read with a safe loader that knows that one tag and no other. Their Python strings are read with
+rlexp.zoo.format (literals only), their values become an rlexp config (``rlexp.config.schema``), and
+that config passes the same allow-list as a stranger's rlexp run (rlexp.rundir.trust) before anything is
+built; the zips and pickles are unpickled with the same allow-list as rlexp's own (rlexp.rundir.pickles).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.config.env_families import family_of
+from rlexp.errors import ConfigError, collapsed
+from rlexp.rundir import agents as rlexp_agents
+from rlexp.rundir.agents import FINAL, SavedAgent
+from rlexp.rundir.contract import BEST_DIR, CHECKPOINT_PREFIX, VECNORMALIZE_FILE
+from rlexp.rundir.contract import CONFIG_FILE as RLEXP_CONFIG_FILE
+from rlexp.rundir.trust import check_trusted
+from rlexp.zoo.format import ALGOS, WRAPPER_NAMES, rlexp_values, yaml_value
+
+ARGS_FILE, CONFIG_FILE = "args.yml", "config.yml"
+BEST_ZIP = "best_model.zip"
+CHECKPOINT_ZIP = re.compile(r"rl_model_(\d+)_steps\.zip")
+# the zoo's keys that change the env in a way rlexp's config has no key for
+UNSUPPORTED = ("vec_env_wrapper",)
+
+
+class _ZooLoader(yaml.SafeLoader):
+    """YAML's safe loader plus the one Python tag the zoo writes: an OrderedDict of (key, value) pairs."""
+
+
+def _ordered_dict(loader: _ZooLoader, node: yaml.Node) -> dict[Any, Any]:
+    pairs = loader.construct_sequence(node.value[0], deep=True) if isinstance(node, yaml.SequenceNode) else []
+    if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        raise yaml.constructor.ConstructorError(None, None, "an OrderedDict of other than (key, value) pairs")
+    return dict(pairs)
+
+
+_ZooLoader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.OrderedDict", _ordered_dict)
+
+
+@dataclass(frozen=True)
+class ZooRun:
+    """A zoo log folder: ``folder`` (``<EnvId>_<n>``) and its ``<EnvId>/`` subfolder of YAML files."""
+
+    folder: Path
+    env_id: str
+
+    @property
+    def files_dir(self) -> Path:
+        return self.folder / self.env_id
+
+    def agents(self) -> dict[str, tuple[Path, Path | None]]:
+        """name (final, best, step_<N>) -> (zip, its VecNormalize statistics or None), of the agents saved."""
+        stats = self.files_dir / VECNORMALIZE_FILE
+        shared = stats if stats.is_file() else None
+        found: dict[str, tuple[Path, Path | None]] = {}
+        if (self.folder / f"{self.env_id}.zip").is_file():
+            found[FINAL] = (self.folder / f"{self.env_id}.zip", shared)
+        if (self.folder / BEST_ZIP).is_file():
+            found[BEST_DIR] = (self.folder / BEST_ZIP, shared)
+        steps = sorted(
+            int(m.group(1)) for p in self.folder.glob("rl_model_*_steps.zip") if (m := CHECKPOINT_ZIP.fullmatch(p.name))
+        )
+        for step in steps:
+            own = self.folder / f"rl_model_vecnormalize_{step}_steps.pkl"
+            found[f"{CHECKPOINT_PREFIX}{step}"] = (
+                self.folder / f"rl_model_{step}_steps.zip",
+                own if own.is_file() else None,
+            )
+        return found
+
+    def agent_of_zip(self, zip_path: Path) -> str:
+        for name, (path, _) in self.agents().items():
+            if path.resolve() == zip_path.resolve():
+                return name
+        raise ConfigError(
+            f"{zip_path}: not an agent of the RL Zoo run {self.folder} (its agents: {', '.join(self.agents())})"
+        )
+
+
+def find_zoo_run(path: Path) -> ZooRun | None:
+    """The zoo run ``path`` is (a log folder) or lies in (a zip of one); None when it is neither."""
+    folder = path.parent if path.is_file() else path
+    if not folder.is_dir():
+        return None
+    found = [
+        d.name for d in folder.iterdir() if d.is_dir() and (d / ARGS_FILE).is_file() and (d / CONFIG_FILE).is_file()
+    ]
+    if len(found) != 1 or not folder.name.startswith(f"{found[0]}_"):
+        return None
+    return ZooRun(folder, found[0])
+
+
+def read_zoo_yaml(path: Path) -> dict[str, Any]:
+    """args.yml or config.yml as plain data; anything but plain YAML and the zoo's OrderedDict is refused."""
+    try:
+        data = yaml.load(path.read_text(), Loader=_ZooLoader)  # (a safe loader, one tag added)
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: unreadable as RL Zoo's YAML ({collapsed(err)[:200]}); not opened") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a mapping of RL Zoo's keys; not opened")
+    return data
+
+
+def _algo_defaults(algo: str) -> dict[str, Any]:
+    """rlexp's config of ``algo`` (conf/algo/<algo>.yaml: its class and SB3's defaults, which are the zoo's
+    for every key its entry leaves out)."""
+    text = files("rlexp.conf").joinpath(f"algo/{algo}.yaml").read_text()
+    values = yaml.safe_load(text)
+    values.pop("defaults", None)
+    return values
+
+
+def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
+    """The zoo run as the config.yaml an rlexp run of it would hold (values only: nothing built or checked)."""
+    args = read_zoo_yaml(run.files_dir / ARGS_FILE)
+    hyperparams = read_zoo_yaml(run.files_dir / CONFIG_FILE)
+    zoo_algo = str(args.get("algo", ""))
+    if zoo_algo not in ALGOS:
+        raise ConfigError(
+            f"{run.files_dir / ARGS_FILE}: algo {zoo_algo!r} is not one rlexp trains ({', '.join(ALGOS)})"
+        )
+    algo = ALGOS[zoo_algo]
+    try:
+        values = rlexp_values({"n_timesteps": args.get("n_timesteps") or 0, **hyperparams})
+    except (ValueError, SyntaxError, AssertionError, KeyError, TypeError) as err:
+        raise ConfigError(
+            f"{run.files_dir / CONFIG_FILE}: a value rlexp cannot read ({collapsed(err)[:200]})"
+        ) from None
+    if int(args.get("n_timesteps") or 0) > 0:
+        values["n_timesteps"] = int(args["n_timesteps"])
+    env_id = str(args.get("env", run.env_id))
+    family = family_of(env_id)
+    config: dict[str, Any] = {
+        "algo": _algo_defaults(algo),
+        "env": {"id": env_id, "family": family.name if family else None},
+        "seed": int(args.get("seed") or 0),
+        "tuned_source": "an RL Zoo run",  # (a report groups zoo runs apart from rlexp runs of the pair)
+    }
+    # the packages the zoo imported to register envs (--gym-packages): code the run names, as the module part
+    # of an env id (gymnasium's "module:EnvId"), which the allow-list checks
+    packages = [str(p) for p in args.get("gym_packages") or []]
+    if len(packages) > 1:
+        raise ConfigError(
+            f"{run.files_dir / ARGS_FILE}: gym_packages {packages}: rlexp opens runs of one package's envs"
+        )
+    if packages:
+        config["env"]["id"] = f"{packages[0]}:{env_id}"
+    for key in UNSUPPORTED:
+        if key in hyperparams:
+            raise ConfigError(
+                f"{run.files_dir / CONFIG_FILE}: {key} ({hyperparams[key]}) is a zoo feature rlexp does not read; not opened"
+            )
+    for key, value in values.items():
+        if key == "env.wrappers":
+            wrappers = {}
+            for target, kwargs in value:
+                name = target.rsplit(".", 1)[-1]
+                wrappers[WRAPPER_NAMES.get(name, name.lower())] = {"_target_": target, **kwargs}
+            value = wrappers
+        elif key in ("lr_schedule", "clip_range_schedule"):
+            value = {"_target_": f"rlexp.build.schedules.{value}"}
+        head, _, rest = key.partition(".")
+        if rest:
+            config.setdefault(head, {})[rest] = yaml_value(value)
+        else:
+            config[head] = yaml_value(value)
+    config["env"]["kwargs"] = dict(args.get("env_kwargs") or {})
+    config["env"]["eval_kwargs"] = dict(args.get("eval_env_kwargs") or {})
+    # the zoo evaluates Atari and MiniGrid with the stochastic policy, everything else deterministic
+    stochastic = family is not None and family.name in ("atari", "minigrid")
+    evaluation = {"deterministic": not stochastic, "n_envs": int(args.get("n_eval_envs") or 1)}
+    evaluation.update(freq=max(int(args.get("eval_freq") or 0), 0), n_episodes=int(args.get("eval_episodes") or 5))
+    config["callbacks"] = {"eval": evaluation}
+    return config
+
+
+def zoo_config(run: ZooRun) -> DictConfig:
+    """The zoo run's config typed by rlexp's schema (its keys that the schema does not know dropped)."""
+    from rlexp.config.schema import ExperimentConfig
+
+    raw = zoo_config_dict(run)
+    try:
+        return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), raw)  # type: ignore[return-value]
+    except Exception as err:  # a value of the wrong type for rlexp's schema
+        raise ConfigError(
+            f"{run.files_dir / CONFIG_FILE}: not readable as an rlexp config ({collapsed(err)[:200]})"
+        ) from None
+
+
+def zoo_summary(run: ZooRun) -> dict[str, Any]:
+    """What a report reads of a run's summary.json, for a zoo run: its algorithm, env, seed and steps, and as
+    its final evaluation the last of its periodic evaluations (evaluations.npz: the zoo evaluates no more at
+    the end), the best of them as its best. Without evaluations.npz (``--eval-freq -1``) it has no score."""
+    from rlexp.rundir.contract import COMPLETED, INTERRUPTED, read_evaluations
+
+    args = read_zoo_yaml(run.files_dir / ARGS_FILE)
+    final = run.agents().get(FINAL)
+    summary: dict[str, Any] = {
+        "status": COMPLETED if final else INTERRUPTED,
+        "algo": ALGOS.get(str(args.get("algo")), str(args.get("algo"))),
+        "env_id": str(args.get("env", run.env_id)),
+        "seed": int(args.get("seed") or 0),
+        "steps_done": _num_timesteps(final[0]) if final else None,
+        "written_by": "rl_zoo3",
+    }
+    evaluations = read_evaluations(run.folder)
+    if evaluations is None:
+        summary["status"] = "no evaluations.npz: trained with --eval-freq -1 (rlexp evaluate scores its agent)"
+        return summary
+    means = evaluations.means
+    last, best = len(means) - 1, int(means.argmax())
+    for key, i in (("final_eval", last), ("best_eval", best)):
+        summary[key] = {"mean": float(means[i]), "step": int(evaluations.timesteps[i]),
+                        "n_episodes": int(evaluations.results.shape[1])}  # fmt: skip
+    return summary
+
+
+def _num_timesteps(zip_path: Path) -> int | None:
+    """The agent's training steps, from the JSON of its zip (no pickle opened)."""
+    import json
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            return int(json.loads(archive.read("data"))["num_timesteps"])
+    except Exception:  # a damaged zip: the steps are unknown, the commands that load it say why
+        return None
+
+
+def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> SavedAgent:
+    """The agent ``agent`` of an rlexp run dir (rlexp.rundir.agents.open_agent) or of an RL Zoo log folder, or
+    the model ``path`` (a .zip in either): for the commands that read runs. A zoo run's config passes the same
+    allow-list as a stranger's rlexp run, unless ``trust`` names its package."""
+    p = Path(path).expanduser()
+    zoo = None if (p / RLEXP_CONFIG_FILE).is_file() else find_zoo_run(p)
+    if zoo is None:
+        return rlexp_agents.open_agent(path, agent, trust)
+    name = zoo.agent_of_zip(p) if p.is_file() else agent
+    agents = zoo.agents()
+    if name not in agents:
+        have = ", ".join(agents) or "none"
+        raise ConfigError(f"--agent {name}: the RL Zoo run {zoo.folder} has no such agent (it has: {have})")
+    model, stats = agents[name]
+    check_trusted(zoo_config_dict(zoo), zoo.folder, trust, source=zoo.files_dir / CONFIG_FILE)
+    cfg = zoo_config(zoo)
+    if cfg.env.normalize and stats is None:
+        raise ConfigError(f"{zoo.files_dir}: no {VECNORMALIZE_FILE}, though the zoo's config normalizes")
+    # (the zoo evaluates and plays on one env, as rlexp's runs of earlier releases did)
+    return SavedAgent(name, model, stats, cfg, zoo.folder, batched_final_eval=False, trust=tuple(trust))
