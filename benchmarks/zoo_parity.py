@@ -52,13 +52,14 @@ from typing import Any
 
 import yaml
 
+from rlexp.zoo.format import ALGOS, zoo_dir
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "zoo_parity.json"
 SEED = 0
 LEARNING_STARTS = 100  # off-policy: where training starts on both sides, when the tuned value is larger
 EVAL_FREQ, EVAL_EPISODES = 1_000, 5  # --eval: both sides' periodic evaluations
 ATARI_ID = "BreakoutNoFrameskip-v4"  # the game the zoo's `atari` entry is run on
-ZOO_ALGO = {"recurrent_ppo": "ppo_lstm"}  # rlexp's name -> the zoo's --algo
 ZOO_DEFAULTS = {"n_envs": 1}  # the zoo's value of a key its entry leaves out
 ON_POLICY = {"ppo", "a2c", "trpo", "recurrent_ppo"}
 # the zoo's default n_steps of each on-policy algorithm where its entry has none (SB3's defaults)
@@ -82,13 +83,14 @@ class Case:
     note: str = ""
 
 
+def zoo_algo(algo: str) -> str:
+    """The zoo's name of rlexp's algorithm (its --algo and hyperparams/<name>.yml)."""
+    return {ours: theirs for theirs, ours in ALGOS.items()}[algo]
+
+
 def zoo_hyperparams(algo: str) -> dict[str, Any]:
     """The zoo's own YAML for an algorithm, from the installed rl_zoo3 (read as a file: no zoo code runs here)."""
-    spec = importlib.util.find_spec("rl_zoo3")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("rl_zoo3 is not installed: pip install -e '.[dev]' (it pins rl_zoo3==2.9.2)")
-    path = Path(spec.submodule_search_locations[0]) / "hyperparams" / f"{ZOO_ALGO.get(algo, algo)}.yml"
-    return yaml.safe_load(path.read_text())
+    return yaml.safe_load((zoo_dir() / f"{zoo_algo(algo)}.yml").read_text())
 
 
 def _makeable(env_id: str) -> str | None:
@@ -156,7 +158,7 @@ def _episode_limit(env_id: str) -> int:
 
 
 def zoo_command(case: Case, out: Path, budget: int, evaluate: bool) -> list[str]:
-    command = [sys.executable, "-m", "rl_zoo3.train", "--algo", ZOO_ALGO.get(case.algo, case.algo), "--env",
+    command = [sys.executable, "-m", "rl_zoo3.train", "--algo", zoo_algo(case.algo), "--env",
                case.env_id, "-n", str(budget), "--seed", str(SEED), "--num-threads", "1", "-f", str(out / "zoo"),
                "--log-interval", "-1"]  # fmt: skip
     if evaluate:
@@ -263,7 +265,7 @@ def run_case(case: Case, scratch: Path, full: bool, evaluate: bool) -> dict[str,
                            "eval": evaluate}  # fmt: skip
     try:
         _run(zoo_command(case, scratch, budget, evaluate), scratch / "zoo.log")
-        runs = list((scratch / "zoo" / ZOO_ALGO.get(case.algo, case.algo)).glob(f"{case.env_id}_*"))
+        runs = list((scratch / "zoo" / zoo_algo(case.algo)).glob(f"{case.env_id}_*"))
         zoo_dir = runs[0]
         _run(rlexp_command(case, scratch / "rlexp_run", budget, evaluate), scratch / "rlexp.log")
     except RuntimeError as err:
@@ -324,21 +326,24 @@ def main() -> None:
                     "why": case, "zoo_entry": pair.source.split()[-1], "env_id": pair.env_id}  # fmt: skip
         return run_case(case, scratch / pair.file, args.full, args.eval)
 
+    cases.sort(key=lambda item: item[0].algo == "ars")  # (ARS's two iterations are the longest: last)
+    save_as_it_goes = not (args.no_save or args.full or args.eval)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for row in pool.map(lambda item: one(*item), cases):
             rows[row["pair"]] = row
+            if save_as_it_goes:  # (a long sweep cut short keeps what it measured)
+                save({row["pair"]: row}, quiet=True)
             size = row.get("departure_diff", row.get("max_abs_diff"))
             print(f"{row['pair']:40} {row['verdict']:16} {'' if size is None else f'{size:.3g}':10} "
                   f"{row.get('steps', ''):>8} {row.get('seconds', ''):>7} {row.get('why', row.get('note', ''))}",
                   flush=True)  # fmt: skip
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
-    if args.no_save or args.full or args.eval:
-        return
-    save(rows)
+    if save_as_it_goes:
+        print(f"wrote {RESULTS.relative_to(ROOT)} ({len(rows)} pairs run)")
 
 
-def save(rows: dict[str, dict[str, Any]]) -> None:
+def save(rows: dict[str, dict[str, Any]], quiet: bool = False) -> None:
     """Merge the rows into zoo_parity.json (pairs not run keep their rows), with the versions that made them."""
     from importlib.metadata import version
 
@@ -353,7 +358,8 @@ def save(rows: dict[str, dict[str, Any]]) -> None:
         "pairs": dict(sorted(pairs.items())),
     }
     RESULTS.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
-    print(f"wrote {RESULTS.relative_to(ROOT)} ({len(pairs)} pairs)")
+    if not quiet:
+        print(f"wrote {RESULTS.relative_to(ROOT)} ({len(pairs)} pairs)")
 
 
 if __name__ == "__main__":
