@@ -117,3 +117,11 @@ def benchmark_search_scale(session: nox.Session) -> None:
     """Trials per minute of one PostgreSQL study at 1-8 workers, rlexp's sweepers against Optuna's optimize."""
     _install(session)
     session.run("python", "benchmarks/search_scale.py", *session.posargs)
+
+
+@nox.session(name="zoo-parity")
+def zoo_parity(session: nox.Session) -> None:
+    """Same seed, same agent: every tuned pair trained by RL Zoo's own train.py and by rlexp, tensor by tensor
+    (benchmarks/zoo_parity.json, the docs' parity page); e.g. -- --family classic, -- --eval, -- --full."""
+    _install(session)  # (the dev extra pins rl_zoo3 2.9.2 and has every env family but robotics)
+    session.run("python", "benchmarks/zoo_parity.py", *(session.posargs or ["--jobs", "2"]))

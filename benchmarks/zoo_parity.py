@@ -11,11 +11,12 @@ pair normalizes, the VecNormalize statistics.
 The budget exercises the whole pipeline at small cost: two rollouts and updates on-policy; off-policy,
 ``learning_starts`` lowered to 100 on both sides (the zoo's ``-params learning_starts:100``; a value that
 only shapes the budget) and two training rounds past it; ARS, two iterations. ``--full`` runs the given
-pairs at their tuned budgets instead. ``--eval`` turns evaluations on, on both sides (rlexp's default
-periodic evaluations and random-policy baseline; the zoo's EvalCallback every 1,000 steps, 5 episodes):
-rlexp's evaluations draw no random number from training's generators, so its weights stay those of the
-run without them; the zoo's stochastic evaluations (Atari, MiniGrid) draw from torch's, which the table
-then shows.
+pairs at their tuned budgets instead (rows saved apart, as ``full_budget``). ``--eval`` turns evaluations on,
+on both sides (rlexp's defaults: periodic evaluations, random-policy baseline, final evaluation; the zoo's
+EvalCallback; both halfway through the budget, 5 episodes; rows saved apart, as ``with_evaluations``), and
+also trains the zoo without them: rlexp's evaluations draw nothing from training's generators, so its
+weights are those of the run without them; the zoo's stochastic evaluations (Atari, MiniGrid) sample from
+torch's generator and change what the zoo then learns, which the row measures.
 
 Where the zoo cannot make the id of its own entry here (mujoco-py's ``-v2``, panda-gym 3's ``-v3`` for the
 zoo's ``-v1``), both train the id rlexp builds and the zoo reads its own entry from a ``--conf-file``
@@ -58,7 +59,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "zoo_parity.json"
 SEED = 0
 LEARNING_STARTS = 100  # off-policy: where training starts on both sides, when the tuned value is larger
-EVAL_FREQ, EVAL_EPISODES = 1_000, 5  # --eval: both sides' periodic evaluations
+SECTIONS = ("pairs", "full_budget", "with_evaluations")  # the short budgets, --full, --eval
+EVAL_EPISODES = 5  # --eval: both sides' periodic evaluations, halfway through the budget (and at its end)
 ATARI_ID = "BreakoutNoFrameskip-v4"  # the game the zoo's `atari` entry is run on
 ZOO_DEFAULTS = {"n_envs": 1}  # the zoo's value of a key its entry leaves out
 ON_POLICY = {"ppo", "a2c", "trpo", "recurrent_ppo"}
@@ -77,6 +79,7 @@ class Case:
     env_id: str  # the id both train
     budget: int
     full_budget: int  # the tuned n_timesteps
+    n_envs: int
     zoo_params: dict[str, Any] = field(default_factory=dict)  # -params key:value
     overrides: list[str] = field(default_factory=list)  # rlexp's for the same values
     conf: dict[str, Any] | None = None  # the zoo's entry under env_id (a --conf-file), where it cannot make its id
@@ -146,7 +149,18 @@ def plan(pair: Any, installed: dict[str, bool]) -> Case | str:
         zoo_value = zoo_hyperparams(pair.algo)[entry].get(name, ZOO_DEFAULTS.get(name))
         overrides.append(f"{key}={zoo_value}")
     return Case(
-        pair.file, pair.algo, pair.family, entry, env_id, budget, int(cfg.n_timesteps), params, overrides, conf, note
+        pair.file,
+        pair.algo,
+        pair.family,
+        entry,
+        env_id,
+        budget,
+        int(cfg.n_timesteps),
+        n_envs,
+        params,
+        overrides,
+        conf,
+        note,
     )
 
 
@@ -157,12 +171,18 @@ def _episode_limit(env_id: str) -> int:
     return int(spec.max_episode_steps or 1000)
 
 
-def zoo_command(case: Case, out: Path, budget: int, evaluate: bool) -> list[str]:
+def eval_freq(case: Case, budget: int) -> int:
+    """--eval: steps between evaluations on both sides (a multiple of n_envs: both count calls per env)."""
+    return max(budget // 2 // case.n_envs, 1) * case.n_envs
+
+
+def zoo_command(case: Case, out: Path, budget: int, evaluate: bool, logs: str = "zoo") -> list[str]:
     command = [sys.executable, "-m", "rl_zoo3.train", "--algo", zoo_algo(case.algo), "--env",
-               case.env_id, "-n", str(budget), "--seed", str(SEED), "--num-threads", "1", "-f", str(out / "zoo"),
+               case.env_id, "-n", str(budget), "--seed", str(SEED), "--num-threads", "1", "-f", str(out / logs),
                "--log-interval", "-1"]  # fmt: skip
     if evaluate:
-        command += ["--eval-freq", str(EVAL_FREQ), "--eval-episodes", str(EVAL_EPISODES), "--n-eval-envs", "1"]
+        freq = eval_freq(case, budget)
+        command += ["--eval-freq", str(freq), "--eval-episodes", str(EVAL_EPISODES), "--n-eval-envs", "1"]
     else:
         command += ["--eval-freq", "-1"]
     if case.zoo_params:
@@ -176,8 +196,9 @@ def zoo_command(case: Case, out: Path, budget: int, evaluate: bool) -> list[str]
 
 def rlexp_command(case: Case, run_dir: Path, budget: int, evaluate: bool, departures: bool = True) -> list[str]:
     overrides = case.overrides if departures else case.overrides[: len(case.zoo_params)]
-    evaluation = [f"callbacks.eval.freq={EVAL_FREQ}", f"callbacks.eval.n_episodes={EVAL_EPISODES}"] if evaluate else [
-        "callbacks.eval.freq=0", "random_baseline.episodes=0"]  # fmt: skip
+    # --eval: rlexp's defaults (its periodic evaluations, random baseline and final evaluation) at the zoo's schedule
+    evaluation = [f"callbacks.eval.freq={eval_freq(case, budget)}", f"callbacks.eval.n_episodes={EVAL_EPISODES}"] if (
+        evaluate) else ["callbacks.eval.freq=0", "random_baseline.episodes=0"]  # fmt: skip
     return [sys.executable, "-m", "rlexp", f"algo={case.algo}", f"env.id={case.env_id}", f"seed={SEED}",
             f"n_timesteps={budget}", "torch_threads=1", "curves=false", *evaluation, *overrides,
             f"hydra.run.dir={run_dir}"]  # fmt: skip
@@ -285,8 +306,145 @@ def run_case(case: Case, scratch: Path, full: bool, evaluate: bool) -> dict[str,
         row["verdict"] = "departure"
     else:
         row["verdict"] = "identical" if diff == 0.0 else "differs"
+    if evaluate:  # is a difference the zoo's evaluations changing its own training?
+        _run(zoo_command(case, scratch, budget, False, logs="zoo_plain"), scratch / "zoo_plain.log")
+        plain = next((scratch / "zoo_plain" / zoo_algo(case.algo)).glob(f"{case.env_id}_*")) / f"{case.env_id}.zip"
+        row["zoo_eval_changes_zoo"] = model_difference(zoo_dir / f"{case.env_id}.zip", plain)[0]
+        row["rlexp_vs_zoo_without_eval"] = model_difference(plain, scratch / "rlexp_run" / "model.zip")[0]
+        row["eval_freq"] = eval_freq(case, budget)
+        if row["verdict"] == "differs" and row["rlexp_vs_zoo_without_eval"] == 0.0 < row["zoo_eval_changes_zoo"]:
+            row["verdict"] = "zoo's evaluations"  # (they changed the zoo's training; rlexp's did not change its)
     row["seconds"] = round(time.perf_counter() - started, 1)
     return row
+
+
+# why a family's pairs are not identical, or cannot run here: the row's reason where the harness finds no other
+REASONS = {
+    "panda": (
+        "panda-gym 3.0.7 re-seeds each unseeded reset from the OS (`seeding.np_random(None)`: every episode's goal "
+        "after the first), so the zoo's runs do not repeat themselves; rlexp's panda presets seed every reset from "
+        "the run's seed (`SeededResets`), so that rlexp's do"
+    ),
+    "robotics": (
+        "gymnasium-robotics 1.4.2 fails under mujoco >= 3.11, which the other families install: rlexp[robotics] "
+        "pins mujoco below it and is not installed beside them here"
+    ),
+}
+
+
+def reason(row: dict[str, Any]) -> str:
+    """What the table says of a row that is not identical."""
+    if row["verdict"] == "departure":
+        return (f"rlexp's tuned file departs in {', '.join(k.split('=')[0] for k in row['departures'])} (its comment "
+                f"says why); with the zoo's values there: identical")  # fmt: skip
+    if row["verdict"] == "zoo's evaluations":
+        return "the zoo's stochastic evaluations change its own training; rlexp's with evaluations = the zoo's without"
+    return REASONS.get(row["family"]) or row.get("why") or ""
+
+
+def summary(record: dict[str, Any]) -> str:
+    """README's one line on parity (a docs test compares it with the JSON)."""
+    rows = list(record["pairs"].values())
+    count = {verdict: sum(r["verdict"] == verdict for r in rows) for verdict in ("identical", "departure")}
+    gone = sum(r["verdict"] in ("cannot run here", "failed") for r in rows)
+    ran = len(rows) - gone
+    text = (
+        f"{count['identical']} of the {ran} tuned pairs that install here train RL Zoo's very agent, tensor for tensor"
+    )
+    if count["departure"]:
+        text += f", {count['departure']} more with the zoo's values where rlexp's tuned file departs from them"
+    rest = ran - count["identical"] - count["departure"]
+    return text + (f"; {rest} differ, each for a reason named" if rest else "") + f"; {gone} cannot run here"
+
+
+def _size(value: float | None) -> str:
+    return "-" if value is None else "0" if value == 0 else f"{value:.2g}"
+
+
+EXTRA_SECTIONS = {
+    "full_budget": ("At the tuned budget", "The same comparison at each pair's tuned `n_timesteps` (`--full`)."),
+    "with_evaluations": (
+        "With evaluations on",
+        "rlexp's defaults (periodic evaluations, the random-policy baseline, the final evaluation) against the zoo's "
+        "EvalCallback at the same steps and episodes (`--eval`), and the zoo again without it. rlexp's evaluations "
+        "draw nothing from training's random generators, so its weights are those of the run without them; the "
+        "zoo's stochastic evaluations (Atari, MiniGrid) sample from torch's generator and change what the zoo then "
+        "learns.",
+    ),
+}
+
+
+def page(record: dict[str, Any]) -> str:
+    """docs/reference/zoo-parity.md (made at every site build from benchmarks/zoo_parity.json)."""
+    rows = list(record["pairs"].values())
+    versions = ", ".join(f"{name} {v}" for name, v in record["versions"].items())
+    out = [
+        "# Parity with RL Zoo",
+        "",
+        f"**{summary(record)}.** Each tuned pair is trained twice, in processes of their own: by RL Zoo's own",
+        "`python -m rl_zoo3.train --algo A --env ID -n N --seed 0 --eval-freq -1 --num-threads 1` and by",
+        "`rlexp algo=A env.id=ID seed=0 n_timesteps=N torch_threads=1 callbacks.eval.freq=0",
+        "random_baseline.episodes=0`, and every tensor of the two saved models (policy and optimizer state) and the",
+        "VecNormalize statistics are compared. The budget N exercises the whole pipeline: two rollouts and",
+        "updates on-policy; off-policy, `learning_starts` lowered to 100 on both sides (the zoo's `-params",
+        "learning_starts:100`) and two training rounds past it; ARS, two iterations. Both run on one torch thread",
+        "(`OMP_NUM_THREADS=1`): on two, the same runs differ by 1e-7 to 1e-6 after one update, as float sums",
+        "change order.",
+        "",
+        f"Generated from `benchmarks/zoo_parity.json` ({versions}), written by `nox -s zoo-parity`",
+        "(`benchmarks/zoo_parity.py`; `--pair`, `--family` run a part of it). `tests/e2e/test_zoo_parity.py`",
+        "asserts a pair of every family and algorithm in CI.",
+        "",
+        "## By family",
+        "",
+        "| family | pairs | identical | not identical | cannot run here |",
+        "|---|---|---|---|---|",
+    ]
+    families: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        families.setdefault(row["family"], []).append(row)
+    for family, group in sorted(families.items(), key=lambda item: -len(item[1])):
+        same = sum(r["verdict"] == "identical" for r in group)
+        gone = sum(r["verdict"] == "cannot run here" for r in group)
+        out.append(f"| {family} | {len(group)} | {same} | {len(group) - same - gone} | {gone} |")
+    odd = [r for r in rows if r["verdict"] != "identical"]
+    if odd:
+        out += [
+            "",
+            "## Not identical, and why",
+            "",
+            "| pair | verdict | max abs difference | why |",
+            "|---|---|---|---|",
+        ]
+        for r in odd:
+            size = r.get("departure_diff", r.get("max_abs_diff"))
+            out.append(f"| `{r['pair']}` | {r['verdict']} | {_size(size)} | {reason(r)} |")
+    for section, (title, text) in EXTRA_SECTIONS.items():
+        extra = list(record.get(section, {}).values())
+        if not extra:
+            continue
+        evaluations = section == "with_evaluations"
+        head = ["pair", "steps", "verdict", "max abs difference"]
+        head += ["rlexp against the zoo without evaluations"] if evaluations else []
+        out += ["", f"## {title}", "", text, "", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+        for r in extra:
+            cells = [f"`{r['pair']}`", f"{r['steps']:,}", r["verdict"], _size(r.get("max_abs_diff"))]
+            cells += [_size(r.get("rlexp_vs_zoo_without_eval"))] if evaluations else []
+            out.append("| " + " | ".join(cells) + " |")
+    out += ["", "## Every pair", "", "| pair | the zoo's entry | trained | steps | verdict | max abs difference |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        steps = f"{r['steps']:,}" if "steps" in r else "-"
+        size = r.get("departure_diff", r.get("max_abs_diff"))
+        out.append(
+            f"| `{r['pair']}` | `{r['zoo_entry']}` | `{r['env_id']}` | {steps} | {r['verdict']} | {_size(size)} |"
+        )
+    noted = [r for r in rows if r.get("note")]
+    if noted:
+        out += ["", "Where the zoo cannot make its own entry's id here (mujoco-py's `-v2`, panda-gym 3's `-v3` for the",
+                "zoo's `-v1`), both train the id rlexp builds and the zoo reads its own entry from a `--conf-file`:",
+                ", ".join(f"`{r['pair']}`" for r in noted) + "."]  # fmt: skip
+    return "\n".join([*out, ""])
 
 
 def installed_families() -> dict[str, bool]:
@@ -300,8 +458,8 @@ def main() -> None:
     parser.add_argument("--pair", action="append", help="a tuned pair (conf/tuned/<pair>.yaml); repeatable")
     parser.add_argument("--family", action="append", help="only this env family; repeatable")
     parser.add_argument("--algo", action="append", help="only this algorithm; repeatable")
-    parser.add_argument("--full", action="store_true", help="the tuned budgets (not saved into the table)")
-    parser.add_argument("--eval", action="store_true", help="evaluations on, on both sides (not saved)")
+    parser.add_argument("--full", action="store_true", help="the tuned budgets (saved apart)")
+    parser.add_argument("--eval", action="store_true", help="evaluations on, on both sides (saved apart)")
     parser.add_argument("--jobs", type=int, default=1, help="pairs at a time (each side on one thread)")
     parser.add_argument("--no-save", action="store_true", help="print the rows, leave zoo_parity.json as it is")
     parser.add_argument("--keep", type=Path, help="keep the runs under this dir")
@@ -327,15 +485,20 @@ def main() -> None:
         return run_case(case, scratch / pair.file, args.full, args.eval)
 
     cases.sort(key=lambda item: item[0].algo == "ars")  # (ARS's two iterations are the longest: last)
-    save_as_it_goes = not (args.no_save or args.full or args.eval)
+    save_as_it_goes = not args.no_save
+    section = "full_budget" if args.full else "with_evaluations" if args.eval else "pairs"
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for row in pool.map(lambda item: one(*item), cases):
             rows[row["pair"]] = row
             if save_as_it_goes:  # (a long sweep cut short keeps what it measured)
-                save({row["pair"]: row}, quiet=True)
+                save({row["pair"]: row}, quiet=True, section=section)
             size = row.get("departure_diff", row.get("max_abs_diff"))
+            said = row.get("why", row.get("note", ""))
+            if "zoo_eval_changes_zoo" in row:
+                said = (f"the zoo's evaluations change its weights by {row['zoo_eval_changes_zoo']:.3g}; rlexp's with "
+                        f"evaluations against the zoo's without: {row['rlexp_vs_zoo_without_eval']:.3g} {said}")  # fmt: skip
             print(f"{row['pair']:40} {row['verdict']:16} {'' if size is None else f'{size:.3g}':10} "
-                  f"{row.get('steps', ''):>8} {row.get('seconds', ''):>7} {row.get('why', row.get('note', ''))}",
+                  f"{row.get('steps', ''):>8} {row.get('seconds', ''):>7} {said}",
                   flush=True)  # fmt: skip
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -343,23 +506,25 @@ def main() -> None:
         print(f"wrote {RESULTS.relative_to(ROOT)} ({len(rows)} pairs run)")
 
 
-def save(rows: dict[str, dict[str, Any]], quiet: bool = False) -> None:
-    """Merge the rows into zoo_parity.json (pairs not run keep their rows), with the versions that made them."""
+def save(rows: dict[str, dict[str, Any]], quiet: bool = False, section: str = "pairs") -> None:
+    """Merge the rows into zoo_parity.json's ``section`` (pairs not run keep their rows), with the versions
+    that made them."""
     from importlib.metadata import version
 
-    previous = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"pairs": {}}
-    pairs = {**previous["pairs"], **rows}
+    previous = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    sections = {name: previous.get(name, {}) for name in SECTIONS}
+    sections[section] = dict(sorted({**sections[section], **rows}.items()))
     packages = ("rl_zoo3", "stable_baselines3", "sb3_contrib", "torch", "gymnasium", "numpy")
     record = {
         "format": 1,
         "versions": {name: version(name) for name in packages},
         "threads": 1,
         "seed": SEED,
-        "pairs": dict(sorted(pairs.items())),
+        **sections,
     }
     RESULTS.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
     if not quiet:
-        print(f"wrote {RESULTS.relative_to(ROOT)} ({len(pairs)} pairs)")
+        print(f"wrote {RESULTS.relative_to(ROOT)} ({len(sections[section])} pairs)")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ both sides; HER past its first sampled goals)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -63,3 +64,20 @@ def test_rlexp_trains_the_zoo_s_agent(pair: str, cases: dict[str, zoo_parity.Cas
     assert row["max_abs_diff"] == 0.0 and row["tensors"] > 0, row
     if row["verdict"] == "departure":  # rlexp's own values train another agent, as the tuned file says
         assert row["departure_diff"] > 0, row
+
+
+def test_the_table_covers_every_pair_and_readme_says_what_it_measured() -> None:
+    """benchmarks/zoo_parity.json holds a row of every tuned pair, each identical or with its reason and size;
+    README's line and the docs page are made from it (docs/hooks/zoo_parity_page.py)."""
+    record = json.loads(zoo_parity.RESULTS.read_text())
+    assert set(record["pairs"]) == {p.file for p in tuned_pairs()}
+    verdicts = {"identical", "differs", "departure", "cannot run here"}
+    for row in record["pairs"].values():
+        assert row["verdict"] in verdicts, row
+        if row["verdict"] != "identical":
+            assert zoo_parity.reason(row), row
+        if row["verdict"] in ("differs", "departure"):
+            assert row.get("departure_diff", row["max_abs_diff"]) > 0, row
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert zoo_parity.summary(record) in readme
+    assert "## Every pair" in zoo_parity.page(record)

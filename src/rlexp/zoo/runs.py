@@ -50,9 +50,11 @@ class _ZooLoader(yaml.SafeLoader):
 
 
 def _ordered_dict(loader: _ZooLoader, node: yaml.Node) -> dict[Any, Any]:
-    pairs = loader.construct_sequence(node.value[0], deep=True) if isinstance(node, yaml.SequenceNode) else []
-    if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
-        raise yaml.constructor.ConstructorError(None, None, "an OrderedDict of other than (key, value) pairs")
+    if not (isinstance(node, yaml.SequenceNode) and len(node.value) == 1):
+        raise yaml.constructor.ConstructorError(None, None, "an OrderedDict of other than one list of pairs")
+    pairs = loader.construct_sequence(node.value[0], deep=True)
+    if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in pairs):
+        raise yaml.constructor.ConstructorError(None, None, "an OrderedDict of other than (name, value) pairs")
     return dict(pairs)
 
 
@@ -136,6 +138,15 @@ def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
     """The zoo run as the config.yaml an rlexp run of it would hold (values only: nothing built or checked)."""
     args = read_zoo_yaml(run.files_dir / ARGS_FILE)
     hyperparams = read_zoo_yaml(run.files_dir / CONFIG_FILE)
+    try:
+        return _config(run, args, hyperparams)
+    except (ValueError, TypeError, AttributeError) as err:  # a value of another type than the zoo writes
+        raise ConfigError(
+            f"{run.files_dir}: {ARGS_FILE} or {CONFIG_FILE} holds a value rlexp cannot read ({collapsed(err)[:200]})"
+        ) from None
+
+
+def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> dict[str, Any]:
     zoo_algo = str(args.get("algo", ""))
     if zoo_algo not in ALGOS:
         raise ConfigError(
@@ -196,11 +207,11 @@ def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
     return config
 
 
-def zoo_config(run: ZooRun) -> DictConfig:
-    """The zoo run's config typed by rlexp's schema (its keys that the schema does not know dropped)."""
+def zoo_config(run: ZooRun, raw: dict[str, Any] | None = None) -> DictConfig:
+    """The zoo run's config (``raw``: its zoo_config_dict, when read already) typed by rlexp's schema."""
     from rlexp.config.schema import ExperimentConfig
 
-    raw = zoo_config_dict(run)
+    raw = zoo_config_dict(run) if raw is None else raw
     try:
         return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), raw)  # type: ignore[return-value]
     except Exception as err:  # a value of the wrong type for rlexp's schema
@@ -213,18 +224,20 @@ def zoo_summary(run: ZooRun) -> dict[str, Any]:
     """What a report reads of a run's summary.json, for a zoo run: its algorithm, env, seed and steps, and as
     its final evaluation the last of its periodic evaluations (evaluations.npz: the zoo evaluates no more at
     the end), the best of them as its best. Without evaluations.npz (``--eval-freq -1``) it has no score."""
-    from rlexp.rundir.contract import COMPLETED, INTERRUPTED, read_evaluations
+    from rlexp.rundir.contract import COMPLETED, read_evaluations
 
     args = read_zoo_yaml(run.files_dir / ARGS_FILE)
     final = run.agents().get(FINAL)
     summary: dict[str, Any] = {
-        "status": COMPLETED if final else INTERRUPTED,
+        # (a status other than rlexp's own is a report's reason to leave the run out)
+        "status": COMPLETED if final else f"no {run.env_id}.zip: the zoo's training did not finish",
         "algo": ALGOS.get(str(args.get("algo")), str(args.get("algo"))),
         "env_id": str(args.get("env", run.env_id)),
-        "seed": int(args.get("seed") or 0),
+        "seed": args.get("seed"),
         "steps_done": _num_timesteps(final[0]) if final else None,
-        "written_by": "rl_zoo3",
     }
+    if not final:
+        return summary
     evaluations = read_evaluations(run.folder)
     if evaluations is None:
         summary["status"] = "no evaluations.npz: trained with --eval-freq -1 (rlexp evaluate scores its agent)"
@@ -263,8 +276,9 @@ def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> Save
         have = ", ".join(agents) or "none"
         raise ConfigError(f"--agent {name}: the RL Zoo run {zoo.folder} has no such agent (it has: {have})")
     model, stats = agents[name]
-    check_trusted(zoo_config_dict(zoo), zoo.folder, trust, source=zoo.files_dir / CONFIG_FILE)
-    cfg = zoo_config(zoo)
+    raw = zoo_config_dict(zoo)
+    check_trusted(raw, zoo.folder, trust, source=zoo.files_dir / CONFIG_FILE)  # (before anything is built)
+    cfg = zoo_config(zoo, raw)
     if cfg.env.normalize and stats is None:
         raise ConfigError(f"{zoo.files_dir}: no {VECNORMALIZE_FILE}, though the zoo's config normalizes")
     # (the zoo evaluates and plays on one env, as rlexp's runs of earlier releases did)
