@@ -5,10 +5,8 @@ RLEXP_TRUST, or ``trust=``) opens a run whose author the user trusts."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
-import os
 import pickle
 import re
 import shutil
@@ -19,6 +17,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import FAST, rlexp_cli, stderr_lines
+from tampered import Payload, tampered_zip
 
 import rlexp
 from rlexp.rundir.trust import allowed, untrusted
@@ -41,28 +40,6 @@ def run(tmp_path_factory) -> Path:
     return cwd / "run"
 
 
-class Payload:
-    """What a tampered pickle holds: unpickling it calls os.system."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
-def _tampered_zip(zip_path: Path, key: str, payload: bytes) -> None:
-    """model.zip with the pickled entry ``key`` of its data replaced (every other file kept as it is)."""
-    with zipfile.ZipFile(zip_path) as archive:
-        files = {name: archive.read(name) for name in archive.namelist()}
-    data = json.loads(files["data"])
-    data[key] = {":type:": "<class 'object'>", ":serialized:": base64.b64encode(payload).decode()}
-    files["data"] = json.dumps(data).encode()
-    with zipfile.ZipFile(zip_path, "w") as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
-
-
 @pytest.mark.parametrize("where", ["vecnormalize.pkl", "model.zip"])
 def test_a_tampered_pickle_runs_nothing(where: str, run: Path, tmp_path: Path) -> None:
     """A VecNormalize pickle or a model zip entry whose unpickling calls os.system: every reading command
@@ -73,7 +50,7 @@ def test_a_tampered_pickle_runs_nothing(where: str, run: Path, tmp_path: Path) -
     if where == "vecnormalize.pkl":
         (stranger / "vecnormalize.pkl").write_bytes(payload)
     else:
-        _tampered_zip(stranger / "model.zip", "ep_info_buffer", payload)
+        tampered_zip(stranger / "model.zip", "ep_info_buffer", payload)
     for verb in (["evaluate", "--episodes", "1"], ["export"], ["video", "--episodes", "1"]):
         result = rlexp_cli([verb[0], str(stranger), *verb[1:]], tmp_path)
         assert result.returncode == 1, (verb, result.stderr[-2000:])
@@ -237,7 +214,7 @@ def test_a_file_changed_since_the_run_is_refused_and_verify_lists_it(run: Path, 
     assert verified.returncode == 0 and verified.stdout.strip().endswith("as written and allowed"), verified.stdout
     with zipfile.ZipFile(stranger / "best" / "model.zip") as archive:  # a valid zip, one value changed
         data = json.loads(archive.read("data"))
-    _tampered_zip(stranger / "best" / "model.zip", "ep_info_buffer", pickle.dumps(None))
+    tampered_zip(stranger / "best" / "model.zip", "ep_info_buffer", pickle.dumps(None))
     assert data  # (it was an SB3 zip)
     refused = rlexp_cli(["evaluate", str(stranger), "--agent", "best", "--episodes", "1"], tmp_path)
     assert refused.returncode == 1

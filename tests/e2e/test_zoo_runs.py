@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import rlexp_cli, stderr_lines
+from tampered import Payload, tampered_zip
 
 from rlexp.zoo.runs import find_zoo_run, read_zoo_yaml, zoo_config
 
@@ -129,33 +130,11 @@ def test_a_tampered_zoo_run_is_refused_in_one_line(zoo_logs: Path, tmp_path: Pat
         assert "--trust os" in line
     # a pickle in the zoo's zip that would call os.system when SB3 loads it
     config.write_text(original)
-    _tampered_zip(run / "CartPole-v1.zip", "learning_rate", pickle.dumps(_Payload(marker)))
+    tampered_zip(run / "CartPole-v1.zip", "learning_rate", pickle.dumps(Payload(marker)))
     result = rlexp_cli(["evaluate", str(run), "--episodes", "1"], tmp_path)
     assert result.returncode == 1 and not marker.exists()
     (line,) = stderr_lines(result)
     assert "its pickle names posix.system, which is not on rlexp's allow-list" in line, line
-
-
-class _Payload:
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
-def _tampered_zip(zip_path: Path, key: str, payload: bytes) -> None:
-    import base64
-    import zipfile
-
-    with zipfile.ZipFile(zip_path) as archive:
-        files = {name: archive.read(name) for name in archive.namelist()}
-    data = json.loads(files["data"])
-    data[key] = {":type:": "<class 'object'>", ":serialized:": base64.b64encode(payload).decode()}
-    files["data"] = json.dumps(data).encode()
-    with zipfile.ZipFile(zip_path, "w") as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
 
 
 def test_the_zoo_s_yaml_opens_with_its_one_python_tag_only(tmp_path: Path) -> None:
