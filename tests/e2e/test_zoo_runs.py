@@ -158,3 +158,38 @@ def test_the_zoo_s_yaml_opens_with_its_one_python_tag_only(tmp_path: Path) -> No
     (folder / "CartPole-v1" / "config.yml").write_text("!!python/object/new:os.system [echo]\n")
     with pytest.raises(Exception, match="unreadable as RL Zoo's YAML"):
         zoo_config(run)
+
+
+def _zoo_folder(root: Path, name: str, args: dict, hyperparams: dict) -> Path:
+    """A zoo log folder's YAML, written as the zoo writes it (an OrderedDict of pairs), and an agent's zip."""
+    from collections import OrderedDict
+
+    import yaml
+
+    folder = root / f"{name}_1"
+    (folder / name).mkdir(parents=True)
+    for file, values in (("args.yml", args), ("config.yml", hyperparams)):
+        (folder / name / file).write_text(yaml.dump(OrderedDict(values)))  # (the zoo's Python tag)
+    (folder / f"{name}.zip").write_bytes(b"not opened before the config passes")
+    return folder
+
+
+def test_a_zoo_run_s_env_id_its_packages_and_the_family_s_evaluation(tmp_path: Path) -> None:
+    from rlexp.zoo.runs import open_agent
+
+    atari = _zoo_folder(tmp_path, "ALE-Pong-v5", {"algo": "ppo", "env": "ALE/Pong-v5", "seed": 1},
+                        {"policy": "CnnPolicy", "frame_stack": 4,
+                         "env_wrapper": ["stable_baselines3.common.atari_wrappers.AtariWrapper"]})  # fmt: skip
+    cfg = zoo_config(find_zoo_run(atari))
+    assert cfg.env.id == "ALE/Pong-v5" and cfg.env.family == "atari" and cfg.env.frame_stack == 4
+    assert cfg.env.wrappers == {"atari": {"_target_": "stable_baselines3.common.atari_wrappers.AtariWrapper"}}
+    assert cfg.callbacks.eval.deterministic is False  # (the zoo plays Atari and MiniGrid stochastic)
+    # --gym-packages imports a module to register the env: code the run names, refused unless trusted
+    custom = _zoo_folder(tmp_path, "Grid-v0", {"algo": "dqn", "env": "Grid-v0", "gym_packages": ["evil_pkg"]}, {})
+    with pytest.raises(
+        Exception, match=r"env.id names evil_pkg:Grid-v0, which is not on rlexp's allow-list.*--trust evil_pkg"
+    ):
+        open_agent(str(custom))
+    odd = _zoo_folder(tmp_path, "CartPole-v1", {"algo": "ppo", "env": "CartPole-v1", "seed": "zero"}, {})
+    with pytest.raises(Exception, match="holds a value rlexp cannot read"):
+        open_agent(str(odd))

@@ -66,19 +66,21 @@ class ZooRun:
     """A zoo log folder: ``folder`` (``<EnvId>_<n>``) and its ``<EnvId>/`` subfolder of YAML files."""
 
     folder: Path
-    env_id: str
+    # the zoo's name of the env in its file names (huggingface_sb3's EnvironmentName: ALE/Pong-v5 is ALE-Pong-v5,
+    # my_pkg:MyEnv-v0 is MyEnv-v0); the id itself is args.yml's `env`
+    env_name: str
 
     @property
     def files_dir(self) -> Path:
-        return self.folder / self.env_id
+        return self.folder / self.env_name
 
     def agents(self) -> dict[str, tuple[Path, Path | None]]:
         """name (final, best, step_<N>) -> (zip, its VecNormalize statistics or None), of the agents saved."""
         stats = self.files_dir / VECNORMALIZE_FILE
         shared = stats if stats.is_file() else None
         found: dict[str, tuple[Path, Path | None]] = {}
-        if (self.folder / f"{self.env_id}.zip").is_file():
-            found[FINAL] = (self.folder / f"{self.env_id}.zip", shared)
+        if (self.folder / f"{self.env_name}.zip").is_file():
+            found[FINAL] = (self.folder / f"{self.env_name}.zip", shared)
         if (self.folder / BEST_ZIP).is_file():
             found[BEST_DIR] = (self.folder / BEST_ZIP, shared)
         steps = sorted(
@@ -161,7 +163,7 @@ def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> d
         ) from None
     if int(args.get("n_timesteps") or 0) > 0:
         values["n_timesteps"] = int(args["n_timesteps"])
-    env_id = str(args.get("env", run.env_id))
+    env_id = str(args.get("env", run.env_name))
     family = family_of(env_id)
     config: dict[str, Any] = {
         "algo": _algo_defaults(algo),
@@ -176,7 +178,7 @@ def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> d
         raise ConfigError(
             f"{run.files_dir / ARGS_FILE}: gym_packages {packages}: rlexp opens runs of one package's envs"
         )
-    if packages:
+    if packages and ":" not in env_id:
         config["env"]["id"] = f"{packages[0]}:{env_id}"
     for key in UNSUPPORTED:
         if key in hyperparams:
@@ -230,9 +232,9 @@ def zoo_summary(run: ZooRun) -> dict[str, Any]:
     final = run.agents().get(FINAL)
     summary: dict[str, Any] = {
         # (a status other than rlexp's own is a report's reason to leave the run out)
-        "status": COMPLETED if final else f"no {run.env_id}.zip: the zoo's training did not finish",
+        "status": COMPLETED if final else f"no {run.env_name}.zip: the zoo's training did not finish",
         "algo": ALGOS.get(str(args.get("algo")), str(args.get("algo"))),
-        "env_id": str(args.get("env", run.env_id)),
+        "env_id": str(args.get("env", run.env_name)),
         "seed": args.get("seed"),
         "steps_done": _num_timesteps(final[0]) if final else None,
     }
