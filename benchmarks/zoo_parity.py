@@ -418,7 +418,7 @@ def page(record: dict[str, Any]) -> str:
         ]
         for r in odd:
             size = r.get("departure_diff", r.get("max_abs_diff"))
-            out.append(f"| `{r['pair']}` | {r['verdict']} | {_size(size)} | {reason(r)} |")
+            out.append(f"| {r['pair']} | {r['verdict']} | {_size(size)} | {reason(r)} |")
     for section, (title, text) in EXTRA_SECTIONS.items():
         extra = list(record.get(section, {}).values())
         if not extra:
@@ -428,17 +428,17 @@ def page(record: dict[str, Any]) -> str:
         head += ["rlexp against the zoo without evaluations"] if evaluations else []
         out += ["", f"## {title}", "", text, "", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in extra:
-            cells = [f"`{r['pair']}`", f"{r['steps']:,}", r["verdict"], _size(r.get("max_abs_diff"))]
+            cells = [r["pair"], f"{r['steps']:,}", r["verdict"], _size(r.get("max_abs_diff"))]
             cells += [_size(r.get("rlexp_vs_zoo_without_eval"))] if evaluations else []
             out.append("| " + " | ".join(cells) + " |")
-    out += ["", "## Every pair", "", "| pair | the zoo's entry | trained | steps | verdict | max abs difference |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
+    out += ["", "## Every pair", "", "The env id trained is the zoo's entry's, but where a row names the entry (in brackets).", "",
+            "| pair | env id trained | steps | result |", "|---|---|---|---|"]  # fmt: skip
     for r in rows:
         steps = f"{r['steps']:,}" if "steps" in r else "-"
+        trained = r["env_id"] if r["zoo_entry"] in (r["env_id"], "atari") else f"{r['env_id']} ({r['zoo_entry']})"
         size = r.get("departure_diff", r.get("max_abs_diff"))
-        out.append(
-            f"| `{r['pair']}` | `{r['zoo_entry']}` | `{r['env_id']}` | {steps} | {r['verdict']} | {_size(size)} |"
-        )
+        result = r["verdict"] if r["verdict"] in ("identical", "cannot run here") else f"{r['verdict']}, {_size(size)}"
+        out.append(f"| {r['pair']} | {trained} | {steps} | {result} |")
     noted = [r for r in rows if r.get("note")]
     if noted:
         out += ["", "Where the zoo cannot make its own entry's id here (mujoco-py's `-v2`, panda-gym 3's `-v3` for the",
