@@ -25,7 +25,7 @@ zoo's values for those keys, so that the rest is shown identical.
 
 Each pair's row: ``identical`` (max |difference| 0.0), ``differs`` (the size), ``departure`` (the tuned
 file's reason, and the size), or ``cannot run here`` (why). The rows go to benchmarks/zoo_parity.json,
-which the docs' parity page (docs/hooks/reference.py) and README's summary line are made from.
+which the docs' parity page (docs/hooks/zoo_parity_page.py) and README's summary line are made from.
 
     python benchmarks/zoo_parity.py                      # every pair that installs here (~1 h on 2 cores)
     python benchmarks/zoo_parity.py --pair ppo_cartpole --pair sac_pendulum
@@ -231,8 +231,9 @@ def model_difference(a: Path, b: Path) -> tuple[float, int]:
     how many tensors; a tensor on one side only is infinitely different."""
     from stable_baselines3.common.save_util import load_from_zip_file
 
-    first = _tensors(load_from_zip_file(a, device="cpu", load_data=False)[1])
-    second = _tensors(load_from_zip_file(b, device="cpu", load_data=False)[1])
+    # params (policy, optimizers) and pytorch_variables (SAC's and TQC's log_ent_coef)
+    first = _tensors(load_from_zip_file(a, device="cpu", load_data=False)[1:])
+    second = _tensors(load_from_zip_file(b, device="cpu", load_data=False)[1:])
     if first.keys() != second.keys():
         return float("inf"), len(first)
     worst = 0.0
@@ -275,7 +276,8 @@ def _ars_budget(case: Case, scratch: Path) -> int:
 
 def run_case(case: Case, scratch: Path, full: bool, evaluate: bool) -> dict[str, Any]:
     """Train both sides and compare; the row of the table."""
-    scratch.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(scratch, ignore_errors=True)  # (the zoo numbers its runs: a stale one would be found first)
+    scratch.mkdir(parents=True)
     started = time.perf_counter()
     if full:
         budget = case.full_budget
@@ -286,8 +288,7 @@ def run_case(case: Case, scratch: Path, full: bool, evaluate: bool) -> dict[str,
                            "eval": evaluate}  # fmt: skip
     try:
         _run(zoo_command(case, scratch, budget, evaluate), scratch / "zoo.log")
-        runs = list((scratch / "zoo" / zoo_algo(case.algo)).glob(f"{case.env_id}_*"))
-        zoo_dir = runs[0]
+        zoo_dir = scratch / "zoo" / zoo_algo(case.algo) / f"{case.env_id}_1"
         _run(rlexp_command(case, scratch / "rlexp_run", budget, evaluate), scratch / "rlexp.log")
     except RuntimeError as err:
         return {**row, "verdict": "failed", "why": str(err), "seconds": round(time.perf_counter() - started, 1)}
@@ -308,7 +309,7 @@ def run_case(case: Case, scratch: Path, full: bool, evaluate: bool) -> dict[str,
         row["verdict"] = "identical" if diff == 0.0 else "differs"
     if evaluate:  # is a difference the zoo's evaluations changing its own training?
         _run(zoo_command(case, scratch, budget, False, logs="zoo_plain"), scratch / "zoo_plain.log")
-        plain = next((scratch / "zoo_plain" / zoo_algo(case.algo)).glob(f"{case.env_id}_*")) / f"{case.env_id}.zip"
+        plain = scratch / "zoo_plain" / zoo_algo(case.algo) / f"{case.env_id}_1" / f"{case.env_id}.zip"
         row["zoo_eval_changes_zoo"] = model_difference(zoo_dir / f"{case.env_id}.zip", plain)[0]
         row["rlexp_vs_zoo_without_eval"] = model_difference(plain, scratch / "rlexp_run" / "model.zip")[0]
         row["eval_freq"] = eval_freq(case, budget)

@@ -102,6 +102,13 @@ def test_export_video_agents_and_report_of_a_zoo_run(zoo_logs: Path, tmp_path: P
     npz = np.load(run / "evaluations.npz")
     assert [r["final_eval"] for r in rows] == [pytest.approx(float(npz["results"][-1].mean()))]
     assert rows[0]["steps_done"] == json.loads(_zip_data(run / "CartPole-v1.zip"))["num_timesteps"]
+    # the Python API opens it too
+    import rlexp
+
+    opened = rlexp.load_run(run)
+    model = opened.load_agent("best")
+    model.predict(model.get_env().reset(), deterministic=True)
+    assert opened.summary["final_eval"]["mean"] == rows[0]["final_eval"] and opened.config.env.id == "CartPole-v1"
     # a run without evaluations (--eval-freq -1) is listed with the reason it has no score
     both = rlexp_cli(["report", str(zoo_logs), "--out", str(tmp_path / "both")], tmp_path)
     assert "trained with --eval-freq -1" in (tmp_path / "both" / "report.md").read_text(), both.stdout
@@ -193,3 +200,20 @@ def test_a_zoo_run_s_env_id_its_packages_and_the_family_s_evaluation(tmp_path: P
     odd = _zoo_folder(tmp_path, "CartPole-v1", {"algo": "ppo", "env": "CartPole-v1", "seed": "zero"}, {})
     with pytest.raises(Exception, match="holds a value rlexp cannot read"):
         open_agent(str(odd))
+    # config.yml's env_kwargs, as the zoo's enjoy builds the env (args.yml's only when the command gave some)
+    kwargs = _zoo_folder(tmp_path, "Acrobot-v1", {"algo": "a2c", "env": "Acrobot-v1", "env_kwargs": None},
+                         {"env_kwargs": {"render_mode": None}, "policy": "MlpPolicy"})  # fmt: skip
+    assert zoo_config(find_zoo_run(kwargs)).env.kwargs == {"render_mode": None}
+
+
+def test_yaml_aliases_and_a_zoo_run_still_writing_its_evaluations(tmp_path: Path) -> None:
+    from rlexp.zoo.runs import zoo_summary
+
+    run = _zoo_folder(tmp_path, "CartPole-v1", {"algo": "ppo", "env": "CartPole-v1"}, {})
+    bomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\n"  # (each level doubles a walk of it)
+    (run / "CartPole-v1" / "config.yml").write_text(bomb)
+    with pytest.raises(Exception, match="an alias"):
+        zoo_config(find_zoo_run(run))
+    (run / "evaluations.npz").write_bytes(b"PK\x03\x04 cut short while the zoo rewrote it")
+    summary = zoo_summary(find_zoo_run(run))
+    assert summary["status"].startswith("evaluations.npz unreadable") and "final_eval" not in summary

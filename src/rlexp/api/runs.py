@@ -21,15 +21,18 @@ REPORT_TABLES = ("groups", "aggregate", "comparisons", "reference_verdicts", "ru
 
 
 class Run:
-    """A run dir: its config.yaml, summary.json and saved agents (final, best, step_<N>)."""
+    """A run dir: its config.yaml, summary.json and saved agents (final, best, step_<N>); or an RL Zoo log
+    folder, read as one (rlexp.zoo.runs)."""
 
     def __init__(self, path: str | Path, trust: Sequence[str] = ()) -> None:
         from rlexp.rundir.contract import CONFIG_FILE
+        from rlexp.zoo.runs import find_zoo_run
 
         self.dir = Path(path)
         self.trust = list(trust)  # packages its config may name beyond rlexp's allow-list (rlexp.rundir.trust)
-        if not (self.dir / CONFIG_FILE).is_file():
-            raise ConfigError(f"{path}: no {CONFIG_FILE} (not an rlexp run dir)")
+        self._zoo = None if (self.dir / CONFIG_FILE).is_file() else find_zoo_run(self.dir)
+        if not (self.dir / CONFIG_FILE).is_file() and self._zoo is None:
+            raise ConfigError(f"{path}: no {CONFIG_FILE} (not an rlexp run dir, nor an RL Zoo log folder)")
 
     def __repr__(self) -> str:
         return f"Run({str(self.dir)!r})"
@@ -38,7 +41,10 @@ class Run:
     def summary(self) -> dict[str, Any]:
         """summary.json as it is now (status, scores, steps, versions...)."""
         from rlexp.rundir.contract import read_summary
+        from rlexp.zoo.runs import zoo_summary
 
+        if self._zoo is not None:
+            return zoo_summary(self._zoo)
         summary = read_summary(self.dir, remedy="not a run dir of this rlexp?")
         if summary is None:
             raise ConfigError(f"{self.dir}: no summary.json (the run never started)")
@@ -48,7 +54,10 @@ class Run:
     def config(self) -> DictConfig:
         """The config the run trained with (config.yaml, typed by the schema)."""
         from rlexp.rundir.contract import read_config
+        from rlexp.zoo.runs import zoo_config
 
+        if self._zoo is not None:
+            return zoo_config(self._zoo)
         return read_config(self.dir, remedy="not a run dir of this rlexp?")  # (data: nothing built from it)
 
     def load_agent(self, which: str = "final") -> BaseAlgorithm:

@@ -54,10 +54,11 @@ def schedule_note(cfg: DictConfig) -> str | None:
 
 @contextmanager
 def training_rngs_untouched(model: BaseAlgorithm) -> Iterator[None]:
-    """Whatever an evaluation draws comes back undrawn: torch's, NumPy's and Python's global generators and
-    the model's action space are as they were before it. A stochastic evaluation (Atari, MiniGrid) samples
-    actions from torch's generator, DQN's epsilon from NumPy's: without this, evaluating a run would change
-    what it learns, and a run with evaluations would not train the weights of the same run without them."""
+    """Whatever an evaluation draws comes back undrawn: torch's (on the model's device too), NumPy's and
+    Python's global generators, the model's action space and sbx's JAX keys are as they were before it. A
+    stochastic evaluation (Atari, MiniGrid) samples actions from torch's generator (sbx: from its policy's
+    key), DQN's epsilon from NumPy's: without this, evaluating a run would change what it learns, and a run
+    with evaluations would not train the weights of the same run without them."""
     import random
 
     import numpy as np
@@ -66,8 +67,12 @@ def training_rngs_untouched(model: BaseAlgorithm) -> Iterator[None]:
     numpy_state, python_state = np.random.get_state(), random.getstate()
     space_rng = getattr(model.action_space, "_np_random", None)
     space_state = None if space_rng is None else space_rng.bit_generator.state
-    devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
-    with torch.random.fork_rng(devices=devices):
+    # sbx keeps JAX keys (immutable arrays): the references are the state
+    keys = [(owner, name, getattr(owner, name)) for owner in (model, getattr(model, "policy", None))
+            for name in ("key", "noise_key") if owner is not None and hasattr(owner, name)]  # fmt: skip
+    device = getattr(model, "device", None)
+    on_cuda = isinstance(device, torch.device) and device.type == "cuda"
+    with torch.random.fork_rng(devices=[device] if on_cuda else []):
         try:
             yield
         finally:
@@ -75,6 +80,8 @@ def training_rngs_untouched(model: BaseAlgorithm) -> Iterator[None]:
             random.setstate(python_state)
             if space_rng is not None:
                 space_rng.bit_generator.state = space_state
+            for owner, name, value in keys:
+                setattr(owner, name, value)
 
 
 def final_evaluation(

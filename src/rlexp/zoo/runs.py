@@ -46,7 +46,15 @@ UNSUPPORTED = ("vec_env_wrapper",)
 
 
 class _ZooLoader(yaml.SafeLoader):
-    """YAML's safe loader plus the one Python tag the zoo writes: an OrderedDict of (key, value) pairs."""
+    """YAML's safe loader plus the one Python tag the zoo writes: an OrderedDict of (key, value) pairs; and no
+    alias, which the zoo never writes (a few nested aliases would make every walk of the config exponential)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.events.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None, None, "an alias (*name), which RL Zoo never writes", self.peek_event().start_mark
+            )
+        return super().compose_node(parent, index)
 
 
 def _ordered_dict(loader: _ZooLoader, node: yaml.Node) -> dict[Any, Any]:
@@ -87,10 +95,11 @@ class ZooRun:
             int(m.group(1)) for p in self.folder.glob("rl_model_*_steps.zip") if (m := CHECKPOINT_ZIP.fullmatch(p.name))
         )
         for step in steps:
+            # (the zoo's checkpoints save no statistics of their own: its enjoy uses the run's, as here)
             own = self.folder / f"rl_model_vecnormalize_{step}_steps.pkl"
             found[f"{CHECKPOINT_PREFIX}{step}"] = (
                 self.folder / f"rl_model_{step}_steps.zip",
-                own if own.is_file() else None,
+                own if own.is_file() else shared,
             )
         return found
 
@@ -120,7 +129,7 @@ def read_zoo_yaml(path: Path) -> dict[str, Any]:
     """args.yml or config.yml as plain data; anything but plain YAML and the zoo's OrderedDict is refused."""
     try:
         data = yaml.load(path.read_text(), Loader=_ZooLoader)  # (a safe loader, one tag added)
-    except (OSError, yaml.YAMLError) as err:
+    except (OSError, ValueError, RecursionError, yaml.YAMLError) as err:  # (ValueError: not UTF-8)
         raise ConfigError(f"{path}: unreadable as RL Zoo's YAML ({collapsed(err)[:200]}); not opened") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a mapping of RL Zoo's keys; not opened")
@@ -142,7 +151,8 @@ def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
     hyperparams = read_zoo_yaml(run.files_dir / CONFIG_FILE)
     try:
         return _config(run, args, hyperparams)
-    except (ValueError, TypeError, AttributeError) as err:  # a value of another type than the zoo writes
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, StopIteration, SyntaxError) as err:
+        # (a value of another type or shape than the zoo writes)
         raise ConfigError(
             f"{run.files_dir}: {ARGS_FILE} or {CONFIG_FILE} holds a value rlexp cannot read ({collapsed(err)[:200]})"
         ) from None
@@ -155,12 +165,10 @@ def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> d
             f"{run.files_dir / ARGS_FILE}: algo {zoo_algo!r} is not one rlexp trains ({', '.join(ALGOS)})"
         )
     algo = ALGOS[zoo_algo]
-    try:
-        values = rlexp_values({"n_timesteps": args.get("n_timesteps") or 0, **hyperparams})
-    except (ValueError, SyntaxError, AssertionError, KeyError, TypeError) as err:
-        raise ConfigError(
-            f"{run.files_dir / CONFIG_FILE}: a value rlexp cannot read ({collapsed(err)[:200]})"
-        ) from None
+    # (the zoo's callbacks are training's only, and code: a run is opened without them)
+    values = rlexp_values(
+        {"n_timesteps": args.get("n_timesteps") or 0, **{k: v for k, v in hyperparams.items() if k != "callback"}}
+    )
     if int(args.get("n_timesteps") or 0) > 0:
         values["n_timesteps"] = int(args["n_timesteps"])
     env_id = str(args.get("env", run.env_name))
@@ -199,8 +207,10 @@ def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> d
             config.setdefault(head, {})[rest] = yaml_value(value)
         else:
             config[head] = yaml_value(value)
-    config["env"]["kwargs"] = dict(args.get("env_kwargs") or {})
-    config["env"]["eval_kwargs"] = dict(args.get("eval_env_kwargs") or {})
+    # the env as the zoo's enjoy builds it: config.yml's env_kwargs, unless the command gave its own
+    if args.get("env_kwargs") is not None:
+        config["env"]["kwargs"] = dict(args["env_kwargs"])
+    config["env"].setdefault("kwargs", {})
     # the zoo evaluates Atari and MiniGrid with the stochastic policy, everything else deterministic
     stochastic = family is not None and family.name in ("atari", "minigrid")
     evaluation = {"deterministic": not stochastic, "n_envs": int(args.get("n_eval_envs") or 1)}
@@ -240,15 +250,19 @@ def zoo_summary(run: ZooRun) -> dict[str, Any]:
     }
     if not final:
         return summary
-    evaluations = read_evaluations(run.folder)
-    if evaluations is None:
+    try:
+        evaluations = read_evaluations(run.folder)
+        means = None if evaluations is None else evaluations.means
+    except Exception as err:  # np.load: BadZipFile, EOFError...; the zoo rewrites it in place while it trains
+        summary["status"] = f"evaluations.npz unreadable ({type(err).__name__}): still training?"
+        return summary
+    if evaluations is None or means is None or not len(means):
         summary["status"] = "no evaluations.npz: trained with --eval-freq -1 (rlexp evaluate scores its agent)"
         return summary
-    means = evaluations.means
     last, best = len(means) - 1, int(means.argmax())
     for key, i in (("final_eval", last), ("best_eval", best)):
         summary[key] = {"mean": float(means[i]), "step": int(evaluations.timesteps[i]),
-                        "n_episodes": int(evaluations.results.shape[1])}  # fmt: skip
+                        "n_episodes": int(evaluations.results.size // max(len(means), 1))}  # fmt: skip
     return summary
 
 
@@ -279,7 +293,10 @@ def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> Save
         raise ConfigError(f"--agent {name}: the RL Zoo run {zoo.folder} has no such agent (it has: {have})")
     model, stats = agents[name]
     raw = zoo_config_dict(zoo)
-    check_trusted(raw, zoo.folder, trust, source=zoo.files_dir / CONFIG_FILE)  # (before anything is built)
+    # (before anything is built) the env id, its packages and kwargs are args.yml's, the rest config.yml's
+    from_args = {"env": {"id": raw["env"]["id"], "kwargs": raw["env"]["kwargs"]}}
+    check_trusted(from_args, zoo.folder, trust, source=zoo.files_dir / ARGS_FILE)
+    check_trusted(raw, zoo.folder, trust, source=zoo.files_dir / CONFIG_FILE)
     cfg = zoo_config(zoo, raw)
     if cfg.env.normalize and stats is None:
         raise ConfigError(f"{zoo.files_dir}: no {VECNORMALIZE_FILE}, though the zoo's config normalizes")
