@@ -255,7 +255,9 @@ def vecnormalize_difference(a: Path, b: Path) -> float:
             norm = pickle.load(f)
         found = {}
         for name in ("obs_rms", "ret_rms"):
-            rms = getattr(norm, name)
+            rms = norm.__dict__.get(name)  # (no obs_rms where norm_obs=False: VecNormalize's getattr would recurse)
+            if rms is None:
+                continue
             items = rms.items() if isinstance(rms, dict) else [("", rms)]
             for key, r in items:
                 found.update({f"{name}{key}.mean": r.mean, f"{name}{key}.var": r.var, f"{name}{key}.count": r.count})
@@ -464,6 +466,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="pairs at a time (each side on one thread)")
     parser.add_argument("--no-save", action="store_true", help="print the rows, leave zoo_parity.json as it is")
     parser.add_argument("--keep", type=Path, help="keep the runs under this dir")
+    parser.add_argument("--resume", action="store_true", help="skip the pairs zoo_parity.json holds already")
     args = parser.parse_args()
 
     from rlexp.config.tuned import tuned_pairs
@@ -473,6 +476,10 @@ def main() -> None:
     if args.pair and len(pairs) != len(args.pair):
         known = {p.file for p in tuned_pairs()}
         raise SystemExit(f"unknown pair(s): {', '.join(sorted(set(args.pair) - known))} (rlexp list shows them)")
+    if args.resume and RESULTS.is_file():
+        section_now = "full_budget" if args.full else "with_evaluations" if args.eval else "pairs"
+        done = json.loads(RESULTS.read_text()).get(section_now, {})
+        pairs = [p for p in pairs if p.file not in done or done[p.file]["verdict"] == "failed"]
     installed = installed_families()
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="zoo_parity_"))
     rows: dict[str, dict[str, Any]] = {}
@@ -483,7 +490,12 @@ def main() -> None:
         if isinstance(case, str):
             return {"pair": pair.file, "algo": pair.algo, "family": pair.family, "verdict": "cannot run here",
                     "why": case, "zoo_entry": pair.source.split()[-1], "env_id": pair.env_id}  # fmt: skip
-        return run_case(case, scratch / pair.file, args.full, args.eval)
+        try:
+            return run_case(case, scratch / pair.file, args.full, args.eval)
+        except Exception as err:  # (one pair's surprise is its row, not the end of a long sweep)
+            return {"pair": pair.file, "algo": pair.algo, "family": pair.family, "verdict": "failed",
+                    "why": f"{type(err).__name__}: {str(err)[:200]}", "zoo_entry": case.zoo_entry,
+                    "env_id": case.env_id}  # fmt: skip
 
     cases.sort(key=lambda item: item[0].algo == "ars")  # (ARS's two iterations are the longest: last)
     save_as_it_goes = not args.no_save
