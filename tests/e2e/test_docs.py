@@ -354,6 +354,14 @@ def _trusted(cwd: Path, ran: list[Ran]) -> None:
 
 
 # page -> (a piece of the block's code, the check of (block dir, what ran))
+def _zoo_run(cwd: Path, ran: list[Ran]) -> None:
+    """An RL Zoo log folder evaluated, exported and reported: what each writes, in the zoo's folder."""
+    run = cwd / "logs" / "ppo" / "CartPole-v1_1"
+    assert json.loads((run / "eval" / "final_seed7_n5.json").read_text())["episodes"] == 5
+    assert (run / "export" / "policy.onnx").is_file()
+    assert "1 runs used of 1 found" in (cwd / "logs" / "ppo" / "report" / "report.md").read_text()
+
+
 PROMISES: dict[str, list[tuple[str, Callable[[Path, list[Ran]], None]]]] = {
     "getting-started.md": [("rlexp evaluate", _getting_started)],
     "guides/train.md": [
@@ -365,7 +373,8 @@ PROMISES: dict[str, list[tuple[str, Callable[[Path, list[Ran]], None]]]] = {
         ("--n-envs 4", _evaluate),
         ("multirun/seeds", _seeds),
         ("rlexp video", _video),
-        ("rlexp report", _report),
+        ("rlexp report multirun/ppo_vs_a2c", _report),
+        ("rlexp evaluate logs/ppo/CartPole-v1_1", _zoo_run),
     ],
     "guides/export.md": [("env=pendulum", _exported_sac), ("ppo-cartpole/<run> --quantize", _exported)],
     "guides/python-api.md": [("rlexp.train", _python_api)],
