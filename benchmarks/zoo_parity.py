@@ -350,14 +350,16 @@ def summary(record: dict[str, Any]) -> str:
     rows = list(record["pairs"].values())
     count = {verdict: sum(r["verdict"] == verdict for r in rows) for verdict in ("identical", "departure")}
     gone = sum(r["verdict"] in ("cannot run here", "failed") for r in rows)
-    ran = len(rows) - gone
+    unrun = sum(r["verdict"] == "not run" for r in rows)
+    ran = len(rows) - gone - unrun
     text = (
         f"{count['identical']} of the {ran} tuned pairs that install here train RL Zoo's very agent, tensor for tensor"
     )
     if count["departure"]:
         text += f", {count['departure']} more with the zoo's values where rlexp's tuned file departs from them"
     rest = ran - count["identical"] - count["departure"]
-    return text + (f"; {rest} differ, each for a reason named" if rest else "") + f"; {gone} cannot run here"
+    text += (f"; {rest} differ, each for a reason named" if rest else "") + f"; {gone} cannot run here"
+    return text + (f"; {unrun} not measured yet" if unrun else "")
 
 
 def _size(value: float | None) -> str:
@@ -400,8 +402,8 @@ def page(record: dict[str, Any]) -> str:
         "",
         "## By family",
         "",
-        "| family | pairs | identical | not identical | cannot run here |",
-        "|---|---|---|---|---|",
+        "| family | pairs | identical | not identical | cannot run here | not measured yet |",
+        "|---|---|---|---|---|---|",
     ]
     families: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
@@ -409,8 +411,9 @@ def page(record: dict[str, Any]) -> str:
     for family, group in sorted(families.items(), key=lambda item: -len(item[1])):
         same = sum(r["verdict"] == "identical" for r in group)
         gone = sum(r["verdict"] == "cannot run here" for r in group)
-        out.append(f"| {family} | {len(group)} | {same} | {len(group) - same - gone} | {gone} |")
-    odd = [r for r in rows if r["verdict"] != "identical"]
+        unrun = sum(r["verdict"] == "not run" for r in group)
+        out.append(f"| {family} | {len(group)} | {same} | {len(group) - same - gone - unrun} | {gone} | {unrun} |")
+    odd = [r for r in rows if r["verdict"] not in ("identical", "not run")]
     if odd:
         out += [
             "",
@@ -440,7 +443,8 @@ def page(record: dict[str, Any]) -> str:
         steps = f"{r['steps']:,}" if "steps" in r else "-"
         trained = r["env_id"] if r["zoo_entry"] in (r["env_id"], "atari") else f"{r['env_id']} ({r['zoo_entry']})"
         size = r.get("departure_diff", r.get("max_abs_diff"))
-        result = r["verdict"] if r["verdict"] in ("identical", "cannot run here") else f"{r['verdict']}, {_size(size)}"
+        plain = ("identical", "cannot run here", "not run")
+        result = r["verdict"] if r["verdict"] in plain else f"{r['verdict']}, {_size(size)}"
         out.append(f"| {r['pair']} | {trained} | {steps} | {result} |")
     noted = [r for r in rows if r.get("note")]
     if noted:
@@ -457,6 +461,7 @@ def installed_families() -> dict[str, bool]:
 
 
 def main() -> None:
+    global RESULTS  # (--results: the file save() writes)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pair", action="append", help="a tuned pair (conf/tuned/<pair>.yaml); repeatable")
     parser.add_argument("--family", action="append", help="only this env family; repeatable")
@@ -467,7 +472,11 @@ def main() -> None:
     parser.add_argument("--no-save", action="store_true", help="print the rows, leave zoo_parity.json as it is")
     parser.add_argument("--keep", type=Path, help="keep the runs under this dir")
     parser.add_argument("--resume", action="store_true", help="skip the pairs zoo_parity.json holds already")
+    parser.add_argument("--mark-missing", action="store_true",
+                        help="run nothing: give each tuned pair the JSON lacks a 'not run' row (a sweep cut short)")  # fmt: skip
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON to write (default: %(default)s)")
     args = parser.parse_args()
+    RESULTS = args.results.resolve()
 
     from rlexp.config.tuned import tuned_pairs
 
@@ -476,6 +485,13 @@ def main() -> None:
     if args.pair and len(pairs) != len(args.pair):
         known = {p.file for p in tuned_pairs()}
         raise SystemExit(f"unknown pair(s): {', '.join(sorted(set(args.pair) - known))} (rlexp list shows them)")
+    if args.mark_missing:
+        done = json.loads(RESULTS.read_text())["pairs"] if RESULTS.is_file() else {}
+        why = "not measured by the last sweep (its time ran out): nox -s zoo-parity -- --resume measures it"
+        save({p.file: {"pair": p.file, "algo": p.algo, "family": p.family, "verdict": "not run", "why": why,
+                       "zoo_entry": p.source.split()[-1], "env_id": p.env_id}
+              for p in pairs if p.file not in done})  # fmt: skip
+        return
     if args.resume and RESULTS.is_file():
         section_now = "full_budget" if args.full else "with_evaluations" if args.eval else "pairs"
         done = json.loads(RESULTS.read_text()).get(section_now, {})
@@ -516,7 +532,7 @@ def main() -> None:
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
     if save_as_it_goes:
-        print(f"wrote {RESULTS.relative_to(ROOT)} ({len(rows)} pairs run)")
+        print(f"wrote {RESULTS} ({len(rows)} pairs run)")
 
 
 def save(rows: dict[str, dict[str, Any]], quiet: bool = False, section: str = "pairs") -> None:
@@ -537,7 +553,7 @@ def save(rows: dict[str, dict[str, Any]], quiet: bool = False, section: str = "p
     }
     RESULTS.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
     if not quiet:
-        print(f"wrote {RESULTS.relative_to(ROOT)} ({len(sections[section])} pairs)")
+        print(f"wrote {RESULTS} ({len(sections[section])} pairs)")
 
 
 if __name__ == "__main__":
