@@ -41,7 +41,10 @@ positive_int = _whole_number(1)
 
 def add_agent_arguments(parser: argparse.ArgumentParser, episodes: int, verb: str) -> None:
     """The arguments of the commands that run a saved agent: which agent, how many episodes, how."""
-    parser.add_argument("run", help="a run dir (also a search trial's or a SLURM job's), or a model .zip in one")
+    parser.add_argument(
+        "run",
+        help="a run dir (also a search trial's or a SLURM job's) or an RL Zoo log folder (logs/<algo>/<EnvId>_<n>), or a model .zip in one",
+    )
     parser.add_argument("--agent", default="final", help="final (default), best, or step_<N>: a checkpoint")
     parser.add_argument("--episodes", type=positive_int, default=episodes, help=f"episodes to {verb} ({episodes})")
     parser.add_argument("--seed", type=seed_int, help="seed of the first episode (default: the run's seed + 10000)")
