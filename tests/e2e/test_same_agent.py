@@ -61,7 +61,7 @@ def test_evaluations_do_not_change_what_a_run_learns(tmp_path: Path) -> None:
     assert all(torch.equal(plain[k], observed[k]) for k in plain)
 
 
-def test_a_panda_run_is_the_same_run_again(tmp_path: Path) -> None:
+def test_a_panda_env_repeats_its_episodes() -> None:
     """panda-gym 3 draws a fresh generator from the OS at every unseeded reset (each episode's goal): rlexp's
     panda presets seed every reset from the first (SeededResets), so the same seed gives the same episodes."""
     pytest.importorskip("panda_gym")
@@ -78,6 +78,11 @@ def test_a_panda_run_is_the_same_run_again(tmp_path: Path) -> None:
 
     assert np.array_equal(goals(True), goals(True))
     assert not np.array_equal(goals(False)[1:], goals(False)[1:])  # (panda-gym's own: goals from the OS)
+
+
+@pytest.mark.slow
+def test_a_panda_run_trains_the_same_weights_again(tmp_path: Path) -> None:
+    pytest.importorskip("panda_gym")
     train([*FAST, "algo=tqc", "env=pandareach", "algo.learning_starts=100", "n_timesteps=160"], tmp_path / "a")
     train([*FAST, "algo=tqc", "env=pandareach", "algo.learning_starts=100", "n_timesteps=160"], tmp_path / "b")
     a, b = _weights(tmp_path / "a"), _weights(tmp_path / "b")
