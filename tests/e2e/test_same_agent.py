@@ -3,6 +3,8 @@ every pair; tests/e2e/test_zoo_parity.py a pair per family and algorithm) and a 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,13 +31,17 @@ def test_the_linear_schedule_computes_as_the_zoo_s() -> None:
 
 
 def test_the_zoo_s_pickled_schedule_opens_as_rlexp_s() -> None:
-    """A zoo run's model pickles rl_zoo3.utils.SimpleLinearSchedule: it opens without rl_zoo3's code."""
-    import cloudpickle
-    from rl_zoo3.utils import SimpleLinearSchedule
-
-    schedule = restricted_loads(cloudpickle.dumps(SimpleLinearSchedule(3e-4)), "a zoo model's learning_rate")
+    """A zoo run's model pickles rl_zoo3.utils.SimpleLinearSchedule: it opens without rl_zoo3's code. (The
+    pickle is made in a process of its own: importing rl_zoo3 patches gymnasium's TimeLimit for the process.)"""
+    made = subprocess.run(
+        [sys.executable, "-c", "import sys, cloudpickle; from rl_zoo3.utils import SimpleLinearSchedule; "
+         "sys.stdout.buffer.write(cloudpickle.dumps(SimpleLinearSchedule(3e-4)))"],
+        capture_output=True, check=True, timeout=120,
+    )  # fmt: skip
+    schedule = restricted_loads(made.stdout, "a zoo model's learning_rate")
     assert isinstance(schedule, LinearSchedule)
     assert [schedule(p) for p in (1.0, 0.3, 0.0)] == [3e-4, 0.3 * 3e-4, 0.0]
+    assert "rl_zoo3" not in sys.modules
 
 
 def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
