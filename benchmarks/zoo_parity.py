@@ -520,7 +520,10 @@ def main() -> None:
                     "why": f"{type(err).__name__}: {str(err)[:200]}", "zoo_entry": case.zoo_entry,
                     "env_id": case.env_id}  # fmt: skip
 
-    cases.sort(key=lambda item: item[0].algo == "ars")  # (ARS's two iterations are the longest: last)
+    # cheapest first, so that a sweep cut short has measured the most pairs: ARS (two iterations, the longest)
+    # and recurrent PPO (an LSTM over many envs) last, the rest by budget
+    cases.sort(key=lambda item: (item[0].algo == "ars", item[0].algo == "recurrent_ppo",
+                                 item[1].budget if isinstance(item[1], Case) else 0))  # fmt: skip
     save_as_it_goes = not args.no_save
     section = "full_budget" if args.full else "with_evaluations" if args.eval else "pairs"
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
