@@ -158,6 +158,15 @@ def test_a_reckless_learning_rate_is_warned_about_when_it_shows(tmp_path):
     assert found in (tmp_path / "run" / "rlexp.log").read_text()  # logged when found, not only at the end
 
 
+def test_a_clip_range_past_its_end_is_no_large_update(tmp_path):
+    # the zoo's linear clip range is unclamped: the second rollout ends at step 512 of 300, clip range -0.14,
+    # and every sample counts as clipped (clip_fraction 1) although the update barely moves the policy
+    run = ["algo=ppo", "env=cartpole", "env.n_envs=1", "algo.n_steps=256", "algo.batch_size=64", "n_timesteps=300"]
+    summary = train([*FAST, *run], tmp_path)
+    assert summary["steps_done"] == 512
+    assert not [line for line in summary["diagnostics"] if "max_clip_fraction" in line], summary["diagnostics"]
+
+
 def test_a_value_function_that_never_learns_explains_nothing(tmp_path):
     (tmp_path / "diag_envs.py").write_text(ENVS)
     run = ["env.id=diag_envs:NoiseEnv", "~tuned", "algo=ppo", "algo.vf_coef=0.0", "algo.n_steps=32"]

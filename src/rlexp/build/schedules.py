@@ -29,7 +29,8 @@ def linear(initial: float, final_fraction: float = 0.0) -> LinearSchedule:
 class LinearSchedule:
     """``final + progress_remaining * (initial - final)``: with ``final`` 0 (RL Zoo's ``lin_``), the very float
     arithmetic of the zoo's ``progress_remaining * initial``, so that rlexp trains the zoo's weights bit for bit
-    (SB3's ``LinearSchedule`` rounds otherwise once progress falls below 1; benchmarks/zoo_parity.py)."""
+    (SB3's ``LinearSchedule`` rounds otherwise once progress falls below 1; benchmarks/zoo_parity.py). Like the
+    zoo's, it is not clamped: the last rollout, which overshoots the budget, sees a slightly negative value."""
 
     def __init__(self, initial: float, final: float = 0.0) -> None:
         self.initial = float(initial)
