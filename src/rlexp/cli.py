@@ -84,7 +84,10 @@ def main() -> None:
         scratch = _as_check(sys.argv[2:])
     elif len(sys.argv) > 1 and is_verb(sys.argv[1]):  # rlexp evaluate RUN ...: a command that reads runs
         run_verb(sys.argv[1:])
-    sys.argv[1:], moved = routed(whole_numbers(sys.argv[1:]))
+    overrides, flags = _split_flags(sys.argv[1:])
+    _refuse_two_modes(flags)
+    overrides, moved = routed(whole_numbers(overrides))
+    sys.argv[1:] = [*overrides, *flags]  # Hydra's argparse takes its overrides as one run of words
     if moved is not None:
         print(f"rlexp: {moved}", file=sys.stderr)
     try:
@@ -94,18 +97,56 @@ def main() -> None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-# Hydra's own flags (the rest of a command line are overrides, which never start with "-")
-HYDRA_FLAGS = {"-h", "--help", "--hydra-help", "--version", "-c", "--cfg", "-r", "--resolve", "-p", "--package"}
-HYDRA_FLAGS |= {"--run", "-m", "--multirun", "--shell-completion", "-sc", "-cp", "--config-path", "-cn"}
-HYDRA_FLAGS |= {"--config-name", "-cd", "--config-dir", "--experimental-rerun", "-i", "--info"}
+def _hydra_flags() -> dict[str, argparse.Action]:
+    """Hydra's own flags by option string (the rest of a command line are overrides, which never start
+    with "-"), read from Hydra's parser so that a flag a Hydra release adds is known here too."""
+    from hydra._internal.utils import get_args_parser
+
+    return {option: action for action in get_args_parser()._actions for option in action.option_strings}
+
+
+def _split_flags(args: list[str]) -> tuple[list[str], list[str]]:
+    """The overrides and Hydra's flags (each with its value) of a command line, where a user may put a
+    flag anywhere: `rlexp algo=ppo -m seed=0,1` (argparse alone refuses overrides on both sides of a flag)."""
+    known = _hydra_flags()
+    overrides: list[str] = []
+    flags: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        action = known.get(word.split("=", 1)[0]) if word.startswith("-") else None
+        (flags if action else overrides).append(word)
+        i += 1
+        takes_value = action and "=" not in word and i < len(args)
+        # -c job, -cp DIR take the next word; -i only one of its choices
+        if takes_value and (action.nargs is None or (action.nargs == "?" and args[i] in (action.choices or ()))):
+            flags.append(args[i])
+            i += 1
+    return overrides, flags
+
+
+def _refuse_two_modes(flags: list[str]) -> None:
+    """Hydra raises a ValueError (a traceback) for two of its exclusive modes; one line instead."""
+    known = _hydra_flags()
+    modes = {"run", "multirun", "cfg", "info", "shell_completion"}
+    given = {known[flag.split("=", 1)[0]].dest: flag for flag in flags if flag.startswith("-")}
+    given = {dest: flag for dest, flag in given.items() if dest in modes}
+    if len(given) > 1:
+        print(
+            f"rlexp: error: {' and '.join(given.values())}: only one of --run, --multirun, --cfg, --info and "
+            "--shell-completion at a time",
+            file=sys.stderr,
+        )
+        sys.exit(1)
 
 
 def _refuse_foreign_flags(args: list[str]) -> None:
     """RL Zoo's flags, or any flag Hydra does not know, in one line (Hydra's argparse prints its usage)."""
     line = zoo_line(args)
     if line is None:
-        unknown = next((a for a in args if a.startswith("-") and a.split("=", 1)[0] not in HYDRA_FLAGS), None)
-        if unknown is None or (args.index(unknown) > 0 and args[args.index(unknown) - 1] in ("-i", "--info")):
+        overrides, _ = _split_flags(args)
+        unknown = next((a for a in overrides if a.startswith("-")), None)
+        if unknown is None:
             return
         line = (
             f"rlexp: error: unrecognized argument {unknown}: rlexp takes key=value overrides and Hydra's flags "

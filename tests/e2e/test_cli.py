@@ -41,6 +41,35 @@ def test_help_and_cfg_need_no_training(tmp_path):
     assert not (tmp_path / "outputs").exists()
 
 
+# an env.id the zoo tunes is routed to its preset (env=acrobot): the preset and Hydra's flags anywhere on a line
+@pytest.mark.parametrize("at", [0, 1, 2])
+@pytest.mark.parametrize("env", [["env=acrobot"], ["env.id=Acrobot-v1"]])
+def test_a_flag_goes_anywhere_on_the_line(at, env, tmp_path):
+    words = ["algo=ppo", *env]
+    result = rlexp_cli([*words[:at], "--cfg", "job", *words[at:]], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "tuned_file: ppo_acrobot" in result.stdout and "id: Acrobot-v1" in result.stdout
+
+
+def test_a_multirun_flag_at_the_end_and_a_verb_flag_between_runs(tmp_path):
+    result = rlexp_cli(
+        ["algo=ppo", "env.id=Acrobot-v1", "seed=0,1", *FAST, "hydra.sweep.dir=sweep", "-m"], cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    runs = [str(tmp_path / "sweep" / job) for job in ("0", "1")]
+    assert all(json.loads((Path(run) / "summary.json").read_text())["env_id"] == "Acrobot-v1" for run in runs)
+    result = rlexp_cli(["plot", runs[0], "--output", "both.png", runs[1]], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "both.png").is_file()
+
+
+def test_two_modes_of_hydra_are_one_line(tmp_path):
+    result = rlexp_cli(["-m", "algo=ppo", "--cfg", "job"], cwd=tmp_path)
+    assert result.returncode == 1 and stderr_lines(result) == [
+        "rlexp: error: -m and --cfg: only one of --run, --multirun, --cfg, --info and --shell-completion at a time"
+    ]
+
+
 def test_console_script_is_installed():
     (script,) = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == "rlexp"]
     assert script.value == "rlexp.cli:console"  # (the exit without teardown)

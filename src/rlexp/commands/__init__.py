@@ -31,7 +31,7 @@ def verb_arguments(verb: str, args: list[str]) -> argparse.Namespace:
     verbs' functions with them)."""
     parser = RaisingParser(prog=f"rlexp {verb}")
     importlib.import_module(f"rlexp.commands.{verb}").add_arguments(parser)
-    return parser.parse_args(args)
+    return parser.parse_intermixed_args(args)
 
 
 def is_verb(arg: str) -> bool:
@@ -56,7 +56,7 @@ def run_verb(argv: list[str]) -> NoReturn:
         prog=f"rlexp {verb}", description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     module.add_arguments(parser)
-    parsed = parser.parse_args(args)
+    parsed = parser.parse_intermixed_args(args)
     try:
         sys.exit(module.main(parsed))
     except (ConfigError, OSError) as err:

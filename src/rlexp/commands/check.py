@@ -30,7 +30,7 @@ def parse_options(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
     )
     parser.add_argument("--episodes", type=positive_int, default=20, help="random-policy episodes (default 20)")
     parser.add_argument("--steps", type=positive_int, default=1000, help="random steps for seeding and ranges (1000)")
-    return parser.parse_known_args(args)
+    return parser.parse_known_intermixed_args(args)
 
 
 @dataclass
