@@ -123,6 +123,21 @@ def test_search_end_to_end_results_retrain_and_resume(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "nothing to run: raise hydra.sweeper.n_trials above 5" in result.stdout + result.stderr
     assert len(_study(tmp_path).trials) == 5
+    # another search space in the same sweep dir is refused, naming the change and the commands of both
+    other = [*SMALL, "hydra.sweeper.n_trials=1", "algo.n_epochs=3", "hydra/launcher=basic"]
+    result = rlexp_cli(other, cwd=tmp_path)
+    (line,) = stderr_lines(result)
+    assert result.returncode == 1 and line.startswith(
+        f"rlexp: error: study ppo-cartpole in sqlite:///{tmp_path / 'sweep' / 'study.db'} was made for another search "
+        "(algo.n_epochs=3 now, choice(1, 4) in the study); a new search: rlexp "
+    )
+    assert len(_study(tmp_path).trials) == 5
+    new, same = re.fullmatch(r".*; a new search: (rlexp .*); this one: (rlexp .*)", line).groups()
+    assert "hydra.sweep.dir=sweep-2" in new and new.count("hydra.sweep.dir=") == 1
+    for command, says in ((new, "done: 1 trials"), (same, "nothing to run: raise hydra.sweeper.n_trials above 5")):
+        result = rlexp_cli(shlex.split(command)[1:], cwd=tmp_path, timeout=600)
+        assert result.returncode == 0 and says in result.stdout + result.stderr, result.stderr[-2000:]
+    assert len(_study(tmp_path).trials) == 5
 
 
 def test_pruned_trials_stop_early_and_are_recorded_as_pruned(tmp_path):

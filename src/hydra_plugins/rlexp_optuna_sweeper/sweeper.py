@@ -10,6 +10,9 @@ import importlib.util
 import json
 import logging
 import math
+import os
+import shlex
+import sys
 import warnings
 import zlib
 from pathlib import Path
@@ -43,11 +46,15 @@ from rlexp.search.study import (
     OVER_CAP_ATTR,
     OWNER_ATTR,
     RUN_NUMBER_ATTR,
+    SEARCH_ATTR,
+    SEARCH_COMMAND_ATTR,
     counted_trials,
     finished_trials,
     lost_trial,
     owner,
     reclaim_interrupted_trials,
+    search_changes,
+    search_record,
 )
 
 log = logging.getLogger(__name__)
@@ -126,8 +133,9 @@ class OptunaSweeper(Sweeper):
                     f"give hydra.sweeper.seed instead (now {self.seed})"
                 )
 
-    def _open_study(self) -> optuna.Study:
-        """The study, created or loaded; nothing is written to it when any setting is wrong."""
+    def _open_study(self, search: dict[str, str]) -> optuna.Study:
+        """The study, created or loaded; nothing is written to it when any setting is wrong, nor when it
+        was made for another search (``search``: search_record)."""
         url = self.storage_url or f"sqlite:///{self.sweep_dir / 'study.db'}"
         if url.startswith("sqlite:///"):
             Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
@@ -141,13 +149,44 @@ class OptunaSweeper(Sweeper):
                     f"not {self.direction}"
                 )
         self.storage_url = url
-        return optuna.create_study(
-            storage=storage,
-            study_name=self.study_name,
-            direction=self.direction,
-            sampler=self.sampler,
-            pruner=self.pruner,
-            load_if_exists=True,
+        if self.study_name in existing:
+            study = optuna.load_study(
+                storage=storage, study_name=self.study_name, sampler=self.sampler, pruner=self.pruner
+            )
+        else:  # (load_if_exists: another worker of a shared study may create it at the same moment)
+            study = optuna.create_study(
+                storage=storage,
+                study_name=self.study_name,
+                direction=self.direction,
+                sampler=self.sampler,
+                pruner=self.pruner,
+                load_if_exists=True,
+            )
+        recorded = study.user_attrs.get(SEARCH_ATTR)
+        if recorded is None:  # a new study (or one an earlier release made): this search is its own
+            study.set_user_attr(SEARCH_ATTR, search)
+            study.set_user_attr(SEARCH_COMMAND_ATTR, shlex.join(["rlexp", *sys.argv[1:]]))
+        elif recorded != search:
+            command = study.user_attrs.get(SEARCH_COMMAND_ATTR, "the command that made it")
+            raise ConfigError(self._another_search(url, search_changes(recorded, search), command))
+        return study
+
+    def _another_search(self, url: str, changes: list[str], command: str) -> str:
+        """Why a study made for another search is not continued, and a new one's command line."""
+        shown = "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
+        free = next(
+            self.sweep_dir.with_name(f"{self.sweep_dir.name}-{n}")
+            for n in range(2, 10_000)
+            if not self.sweep_dir.with_name(f"{self.sweep_dir.name}-{n}").exists()
+        )
+        new = [as_override("hydra.sweep.dir", os.path.relpath(free) if free.is_relative_to(Path.cwd()) else str(free))]
+        if url != f"sqlite:///{self.sweep_dir / 'study.db'}":  # a shared storage: the study's name is the key
+            new.append(f"hydra.sweeper.study_name={self.study_name}-{free.name.rsplit('-', 1)[1]}")
+        replaced = {line.split("=")[0] for line in new}
+        return (
+            f"study {self.study_name} in {url} was made for another search ({shown}); a new search: "
+            f"{shlex.join(['rlexp', *[w for w in sys.argv[1:] if w.split('=')[0] not in replaced], *new])}; "
+            f"this one: {command}"
         )
 
     # ------------------------------------------------------------------------------------ sweep
@@ -160,7 +199,7 @@ class OptunaSweeper(Sweeper):
         space = parse_search_space(self.params, sweeps, self.config, fixed)
         if not space:
             raise ConfigError("hydra.sweeper.params is empty: nothing to search (use hparams=search)")
-        study = self._open_study()
+        study = self._open_study(search_record(space, fixed))
         self._reseed_for_existing_trials(study)
         reclaimed = reclaim_interrupted_trials(study)
         if reclaimed:

@@ -54,6 +54,17 @@ def _distribution(override: Override) -> BaseDistribution:
     return CategoricalDistribution([value])
 
 
+def described(distribution: BaseDistribution) -> str:
+    """A distribution as the command line writes it: ``choice(32, 64)``, ``tag(log, interval(1e-05, 0.01))``."""
+    if isinstance(distribution, CategoricalDistribution):
+        return f"choice({', '.join(map(str, distribution.choices))})"
+    step = getattr(distribution, "step", None)
+    if isinstance(distribution, IntDistribution) and step not in (None, 1):
+        return f"range({distribution.low}, {distribution.high + step}, {step})"
+    interval = f"interval({distribution.low}, {distribution.high})"
+    return f"tag(log, {interval})" if distribution.log else interval
+
+
 def parse_search_space(
     params: Mapping[str, Any], extra_overrides: list[str], config: DictConfig, fixed: Sequence[str] = ()
 ) -> dict[str, BaseDistribution]:

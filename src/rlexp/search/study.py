@@ -11,6 +11,7 @@ from hydra.utils import instantiate
 from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
+from rlexp.search.space import described
 from rlexp.search.storage import open_storage
 
 # how a sweep hands its trial to a job (hydra.job.env_set: per-job values under hydra.sweeper are refused by Hydra 1.4)
@@ -20,6 +21,30 @@ INTERRUPTED_ATTR = "rlexp_interrupted"
 OVER_CAP_ATTR = "rlexp_over_cap"
 RUN_NUMBER_ATTR = "rlexp_run_of"  # a trial continuing a lost trial's run: the number of that run (seed, dir)
 REQUEUED_FROM_ATTR = "requeued_from"  # a trial that runs a lost trial's parameters again: that trial's number
+
+SEARCH_ATTR = "rlexp_search"  # what the study searches: each key searched (its distribution) or fixed (its value)
+SEARCH_COMMAND_ATTR = "rlexp_search_command"  # the command line that made the study
+# overrides that change how a search runs or is watched, not what its trials train: free to change on resume
+NOT_THE_SEARCH = ("hydra", "logger", "curves", "torch_threads", "device")
+
+
+def search_record(space: dict[str, optuna.distributions.BaseDistribution], fixed: list[str]) -> dict[str, str]:
+    """The search a study was made for, as the command line wrote it, to compare a later command with."""
+    record = {name.lstrip("+"): described(distribution) for name, distribution in space.items()}
+    for line in fixed:
+        key, _, value = line.partition("=")
+        if not key.lstrip("+~").startswith(NOT_THE_SEARCH):
+            record[key.lstrip("+~")] = value if not key.startswith("~") else "(removed)"
+    return dict(sorted(record.items()))
+
+
+def search_changes(recorded: dict[str, str], now: dict[str, str]) -> list[str]:
+    """What differs between the search a study was made for and this one, key by key."""
+    return [
+        f"{key}={now.get(key, '(unset)')} now, {recorded.get(key, '(unset)')} in the study"
+        for key in sorted(recorded.keys() | now.keys())
+        if recorded.get(key) != now.get(key)
+    ]
 
 
 def owner() -> str:
