@@ -15,6 +15,7 @@ from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rlexp.commands import is_verb, run_verb
@@ -25,7 +26,7 @@ from rlexp.commands.zoo_flags import zoo_line
 from rlexp.config.env_routing import routed
 from rlexp.config.overrides import as_override, whole_numbers
 from rlexp.errors import Diverged, Interrupted, Refused, collapsed
-from rlexp.process_exit import exit_without_teardown
+from rlexp.process_exit import exit_without_teardown, stopped_by_ctrl_c
 
 register_hydra()
 
@@ -241,6 +242,22 @@ def _main() -> None:
         if type(err).__name__ != "UncompletedJobError" or _FULL_ERROR:  # submitit's, imported only when used
             raise
         _job_died(err)
+    except KeyboardInterrupt:
+        if _FULL_ERROR:
+            raise
+        _ctrl_c()
+
+
+def _ctrl_c() -> NoReturn:
+    """Ctrl-C before a run's own stop handling is in place (rlexp.rundir.preemption.StopOnSignal): no dir is left for a run
+    that never started; a multirun says how to go on."""
+    front_door = sys.modules.get("rlexp.run.front_door")
+    if front_door is not None:
+        front_door.remove_unstarted()
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        sweep_dir = as_override("hydra.sweep.dir", str(HydraConfig.get().sweep.dir))
+        stopped_by_ctrl_c(f"between jobs; to finish the multirun, re-run the same command with {sweep_dir}")
+    stopped_by_ctrl_c("before the run started; nothing was written")
 
 
 if __name__ == "__main__":

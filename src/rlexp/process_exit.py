@@ -47,3 +47,14 @@ def _flush_c_streams() -> None:
 
     with contextlib.suppress(OSError, AttributeError, TypeError):  # no C library to ask (Windows)
         ctypes.CDLL(None).fflush(None)
+
+
+def stopped_by_ctrl_c(what: str) -> NoReturn:
+    """Ctrl-C before a run's own stop handling is in place (while the command loads, composes or checks):
+    one line and the status of SIGINT, not a traceback through whatever was loading. No exit hooks run: a
+    library whose import was cut short has hooks of its own that print (torch's, through unset loggers)."""
+    print(f"rlexp: stopped by Ctrl-C {what}", file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, AttributeError):
+            stream.flush()
+    os._exit(130)

@@ -409,3 +409,26 @@ def test_a_stop_signal_as_the_run_completes_keeps_it_completed_and_ends_a_sweep(
         "command with hydra.sweep.dir=sweep"
     )
     assert not (tmp_path / "sweep" / "1").exists()  # the next job never started
+
+
+# an env module that, imported by the front door's checks, says so and waits: Ctrl-C comes before the run starts
+HELD_ENV = """import pathlib, time
+pathlib.Path("ready").touch()
+while not pathlib.Path("go").exists():
+    time.sleep(0.05)
+from gymnasium.envs.classic_control import CartPoleEnv as Env
+"""
+
+
+def test_ctrl_c_before_the_run_starts_is_one_line_and_leaves_no_dir(tmp_path):
+    (tmp_path / "held_env.py").write_text(HELD_ENV)
+    args = [*FAST, "env.id=held_env:Env", "~tuned", "hydra.run.dir=outputs/held/run"]
+    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    with _ended(proc):
+        _wait_for_file(tmp_path / "ready", proc)
+        assert (tmp_path / "outputs" / "held" / "run").is_dir()  # (its lock is taken: the checks are running)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert stderr.splitlines() == ["rlexp: stopped by Ctrl-C before the run started; nothing was written"]
+    assert not (tmp_path / "outputs").exists()

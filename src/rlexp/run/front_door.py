@@ -141,6 +141,17 @@ def checked(run_dir: Path) -> Checked | None:
     return _checked.get(run_dir.resolve())
 
 
+def remove_unstarted() -> None:
+    """After Ctrl-C: the new dirs of checked runs that never started go again (they hold Hydra's files and
+    the lock only; rlexp.rundir.state.remove_created)."""
+    if not _checked:  # (nothing to import then: Ctrl-C may have cut an import of torch short)
+        return
+    from rlexp.rundir.state import remove_created
+
+    for run_dir, found in _checked.items():
+        remove_created(run_dir, found.created)
+
+
 class FrontDoor(Callback):
     """Hydra callback (conf/config.yaml, hydra.callbacks): refuses bad input before Hydra creates a dir."""
 
@@ -165,11 +176,13 @@ class FrontDoor(Callback):
             found = check_run_dir(cfg, run_dir)  # another run in that dir is refused
             resuming = found is not None and found[1] is not None  # (else: absent, or starts over)
             warnings = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task), resuming)
-        except Exception as err:
+        except BaseException as err:  # (Ctrl-C during the checks included)
             lock.release(run_dir)
             if not lock_was_there:  # what this refusal created goes again: the lock, and the dir if new
                 (run_dir / LOCK_FILE).unlink(missing_ok=True)
                 remove_created(run_dir, created)
+            if not isinstance(err, Exception):
+                raise
             raise Refused(err) from err
         _checked[run_dir.resolve()] = Checked(warnings, created)
 
