@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import os
 import pstats
+import re
 import shutil
 import subprocess
 import sys
@@ -128,8 +129,10 @@ def test_under_a_profiler_the_command_exits_as_python_does(tmp_path):
 # algo, a misspelt key, env id or tuned file, DQN on Pendulum, an unknown policy, gamma 1.5, CUDA) are
 # run as shown, output and all, by tests/test_readme.py
 BAD_INPUT = {
-    "schema is not an option": (["algo=ppo_schema"], "Available options in 'algo': a2c, ars, crossq, ddpg, dqn, ppo,"),
-    "unknown env preset": (["env=cartpol"], "env/cartpol"),
+    "schema is not an option": (["algo=ppo_schema"], "algo=ppo_schema: no such option; options: a2c, ars, crossq,"),
+    "unknown env preset": (["env=cartpol"], "env=cartpol: no such option (did you mean cartpole?); options: 5"),
+    "a preset with another name": (["schedule@lr_schedule=cosin"], "schedule=cosin: no such option (did you mean co"),
+    "a key of a dict the config leaves empty": (["env.kwargs.max_speed=2"], "+env.kwargs.max_speed=<value>"),
     "unknown module entry point": (["env.id=nosuchpkg:Foo"], "nosuchpkg"),
     "wrong type": (["algo.n_steps=many"], "algo.n_steps"),
     "unknown key": (["algo.bogus=1"], "bogus"),
@@ -227,6 +230,10 @@ def test_help_lists_real_options_only(tmp_path):
     assert "_schema" not in result.stdout
     assert "algo: a2c, ars, crossq, ddpg, dqn, ppo, qrdqn, recurrent_ppo, sac, td3, tqc, trpo" in result.stdout
     assert "declarative reinforcement-learning experiments" in result.stdout and "README" in result.stdout
+    # each file it points to is there
+    root = Path(__file__).resolve().parents[2]
+    named = re.findall(r"\b((?:docs/[\w/.-]+\.md)|README\.md|noxfile\.py)", result.stdout)
+    assert named and all((root / name).is_file() for name in named), named
 
 
 def test_warnings_and_device_are_recorded(tmp_path):

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
 from conftest import rlexp_cli
+
+from rlexp.config.env_families import BY_NAME
 
 QUICK = [
     "callbacks.eval.freq=0",
@@ -165,7 +168,9 @@ def test_a_missing_family_package_names_the_extra() -> None:
     from rlexp.config.env_families import missing_extra
 
     line = missing_extra("Hopper-v5", DependencyNotInstalled("No module named 'mujoco'"))
-    assert line == "env.id=Hopper-v5: a mujoco env, and its simulator is not installed (pip install 'rlexp[mujoco]')"
+    assert line == (
+        "env.id=Hopper-v5: an env of the mujoco family, whose simulator is not installed (pip install 'rlexp[mujoco]')"
+    )
     assert missing_extra("CartPole-v1", DependencyNotInstalled("pygame")) is None
 
 
@@ -175,6 +180,15 @@ def test_rlexp_list_shows_the_tuned_pairs(tmp_path: Path) -> None:
     assert "sac   hopper  Hopper-v5  mujoco  1,000,000    rl-zoo3 2.9.2 sac.yml Hopper-v4" in result.stdout
     everything = rlexp_cli(["list"], tmp_path).stdout
     assert "dqn            cartpole" in everything and "departs: env.n_envs, algo.train_freq" in everything
+    # the last line names the extras this machine lacks, as one pip command, and only those
+    last = everything.splitlines()[-1]
+    lacking = re.fullmatch(
+        r"rlexp list: 240 tuned pairs(?:; \d+ of them need extras not installed here: pip install 'rlexp\[([\w,]+)\]')?",
+        last,
+    )
+    assert lacking, last
+    for extra in (lacking[1] or "").split(",") if lacking[1] else []:
+        assert importlib.util.find_spec(BY_NAME[extra].module or extra) is None, extra
     bad = rlexp_cli(["list", "--family", "mujocoo"], tmp_path)
     assert bad.returncode == 1 and "did you mean mujoco?" in bad.stderr
 

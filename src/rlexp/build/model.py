@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.utils import get_class, instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
@@ -156,10 +156,14 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
             raise
         text = collapsed(err)
         if isinstance(err, AssertionError) and "action spaces" in text:
+            from rlexp.config.env_routing import variants
+
             supported = ", ".join(re.findall(r"<class '[\w.]+\.(\w+)'>", text.split(" but ")[0]))
+            other = variants(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs))
             raise ConfigError(
                 f"algo {cls.__name__} cannot act in env.id={cfg.env.id}: its action space is "
                 f"{type(env.action_space).__name__} and {cls.__name__} supports only {supported}"
+                + (f" (other versions of {cfg.env.id}: {', '.join('env=' + name for name in other)})" if other else "")
             ) from None
         raise ConfigError(f"{_named_key(cfg, text, 'algo')}: {cls.__name__} refuses it ({text})") from None
     try:

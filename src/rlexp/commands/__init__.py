@@ -42,6 +42,19 @@ def is_verb(arg: str) -> bool:
 def run_verb(argv: list[str]) -> NoReturn:
     """Runs ``rlexp <verb> <args>``; an unknown verb is refused with the closest one."""
     verb, args = argv[0], argv[1:]
+    if verb == "train":  # RL Zoo's train.py, SB3 scripts
+        from rlexp.commands.zoo_flags import zoo_overrides
+
+        overrides = " ".join(zoo_overrides(args) or args)
+        print(f"rlexp: error: rlexp trains without a command word: rlexp {overrides}".rstrip(), file=sys.stderr)
+        sys.exit(1)
+    if verb == "enjoy":  # RL Zoo's enjoy.py
+        print(
+            "rlexp: error: RL Zoo's enjoy is two commands here: rlexp evaluate RUN scores an agent, rlexp video RUN "
+            "records its episodes (RUN: a run dir, or a zoo log folder logs/<algo>/<EnvId>_<n>)",
+            file=sys.stderr,
+        )
+        sys.exit(1)
     if verb not in VERBS:
         from rlexp.config.validation import did_you_mean
 

@@ -10,8 +10,9 @@ entry, or the keys where rlexp departs from it).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 
-from rlexp.config.env_families import BY_NAME
+from rlexp.config.env_families import BY_NAME, Family
 from rlexp.errors import ConfigError
 
 
@@ -62,6 +63,21 @@ def main(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
     families = sorted({p.family for p in chosen})
-    extras = sorted({f"rlexp[{BY_NAME[f].extra}]" for f in families if f in BY_NAME and BY_NAME[f].extra})
-    print(f"rlexp list: {len(chosen)} tuned pairs" + (f"; installed with {', '.join(extras)}" if extras else ""))
+    missing = sorted({BY_NAME[f].extra for f in families if f in BY_NAME and not _installed(BY_NAME[f])})
+    count = sum(p.family in BY_NAME and BY_NAME[p.family].extra in missing for p in chosen)
+    print(
+        f"rlexp list: {len(chosen)} tuned pairs"
+        + (
+            f"; {count} of them need extras not installed here: pip install 'rlexp[{','.join(missing)}]'"
+            if missing
+            else ""
+        )
+    )
     return 0
+
+
+def _installed(family: Family) -> bool:
+    """Whether the family's extra is installed: its package (MuJoCo's simulator, for Gymnasium's own ids)."""
+    if family.extra is None:
+        return True
+    return importlib.util.find_spec(family.module or family.extra) is not None

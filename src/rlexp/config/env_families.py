@@ -91,7 +91,7 @@ def register_family(env_id: str) -> Family | None:
         module = importlib.import_module(family.module)
     except ImportError as err:
         raise ConfigError(
-            f"env.id={env_id}: a {family.name} env, and {family.module} is not installed "
+            f"env.id={env_id}: an env of the {family.name} family, whose package {family.module} is not installed "
             f"(pip install 'rlexp[{family.extra}]'; {err})"
         ) from None
     gym.register_envs(module)
@@ -116,7 +116,10 @@ def missing_extra(env_id: str, err: BaseException) -> str | None:
     from gymnasium.error import DependencyNotInstalled
 
     if isinstance(err, (DependencyNotInstalled, ImportError)):
-        return f"env.id={env_id}: a {family.name} env, and its simulator is not installed (pip install 'rlexp[{family.extra}]')"
+        return (
+            f"env.id={env_id}: an env of the {family.name} family, whose simulator is not installed "
+            f"(pip install 'rlexp[{family.extra}]')"
+        )
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from importlib.resources import files
+from typing import Any
 
 import yaml
 
@@ -43,6 +44,17 @@ def preset_index() -> dict[str, Preset]:
         for old in body.get("replaces") or ():
             index[old] = Preset(name, env_id, "replaced")
     return index
+
+
+def variants(env_id: str, kwargs: dict[str, Any]) -> list[str]:
+    """The presets of ``env_id`` with other kwargs than ``kwargs`` (LunarLander-v3 with continuous engines):
+    where an algorithm cannot act in an env, one of them may be the env it can act in."""
+    found = []
+    for path in sorted((files("rlexp.conf") / "env").iterdir(), key=lambda p: p.name):
+        body = yaml.safe_load(path.read_text()) or {} if path.name.endswith(".yaml") else {}
+        if body.get("id") == env_id and (body.get("kwargs") or {}) != kwargs:
+            found.append(path.name.removesuffix(".yaml"))
+    return found
 
 
 def _value(override: str) -> str:
