@@ -24,7 +24,7 @@ from rlexp.commands.train import FULL_ERROR as _FULL_ERROR
 from rlexp.commands.train import USER_ERRORS, exit_with, register_hydra, train_job
 from rlexp.commands.zoo_flags import zoo_line
 from rlexp.config.env_routing import routed
-from rlexp.config.overrides import as_override, whole_numbers
+from rlexp.config.overrides import as_override, links_resolved, whole_numbers
 from rlexp.errors import Diverged, Interrupted, Refused, collapsed
 from rlexp.process_exit import exit_without_teardown, stopped_by_ctrl_c
 
@@ -87,7 +87,7 @@ def main() -> None:
         run_verb(sys.argv[1:])
     overrides, flags = _split_flags(sys.argv[1:])
     _refuse_two_modes(flags)
-    overrides, moved = routed(whole_numbers(overrides))
+    overrides, moved = routed(links_resolved(whole_numbers(overrides)))
     sys.argv[1:] = [*overrides, *flags]  # Hydra's argparse takes its overrides as one run of words
     if moved is not None:
         print(f"rlexp: {moved}", file=sys.stderr)

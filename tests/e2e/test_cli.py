@@ -31,7 +31,7 @@ def test_runs_from_any_directory_and_reports_where_and_how_well(tmp_path):
 def test_default_run_dir_is_under_outputs(tmp_path):
     result = rlexp_cli([*FAST, "algo=a2c"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    (run_dir,) = (tmp_path / "outputs" / "a2c-cartpole").iterdir()
+    (run_dir,) = (p for p in (tmp_path / "outputs" / "a2c-cartpole").iterdir() if p.name != "latest")
     assert (run_dir / "model.zip").is_file()
 
 
@@ -283,7 +283,7 @@ def test_a_custom_env_id_names_the_run_dir_and_resolves_from_the_working_directo
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )
     assert result.returncode == 0, result.stderr
-    (run_dir,) = (tmp_path / "outputs" / "ppo-my_pkg.envs_MyEnv").iterdir()
+    (run_dir,) = (p for p in (tmp_path / "outputs" / "ppo-my_pkg.envs_MyEnv").iterdir() if p.name != "latest")
     assert (run_dir / "model.zip").is_file()
 
 

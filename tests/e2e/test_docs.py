@@ -9,8 +9,7 @@ A code block of docs/**/*.md marked by an HTML comment on the line before its fe
 
 A bash block's lines (``\\`` continues a line, ``#`` starts a comment) are `rlexp` or `python` commands,
 run in order in one fresh dir per block. A line that trains gets FAST appended (the tests' small budget),
-and ``outputs/<algo>-<env>/<run>`` stands for the newest run dir there, so that a block's first training
-makes the run its later lines read. A Python block runs as a script, ``"n_timesteps=N"`` made small.
+and a block's first training makes the run its later lines read (``outputs/<algo>-<env>/latest``). A Python block runs as a script, ``"n_timesteps=N"`` made small.
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ OTHER_COMMENTS = ("<!-- speed table -->",)
 VERBS = set(COMMAND_VERBS)  # (rlexp.commands: check, evaluate, ..., list)
 NO_TRAINING = {"--cfg", "-c", "--help", "-h", "--info", "-i", "--hydra-help", "--version", "--shell-completion"}
 GROUPS = {p.name for p in (ROOT / "conf").iterdir() if p.is_dir() and not p.name.startswith("_")}
-RUN_PLACEHOLDER = re.compile(r"outputs/([^/\s]+)/<run>")
 
 
 @dataclass
@@ -140,12 +138,15 @@ def with_budget(args: list[str]) -> list[str]:
     return [*args, *(o for o in FAST if not (o.split("=", 1)[0] in GROUPS and o.split("=", 1)[0] in chosen))]
 
 
+def _runs(cwd: Path, name: str) -> list[Path]:
+    """The run dirs of outputs/<name>, oldest first (not the ``latest`` link)."""
+    return sorted(p for p in (cwd / "outputs" / name).iterdir() if not p.is_symlink())
+
+
 def newest_run(cwd: Path, name: str) -> str:
-    runs = (
-        sorted(p for p in (cwd / "outputs" / name).glob("*") if p.is_dir()) if (cwd / "outputs" / name).is_dir() else []
-    )
-    assert runs, f"outputs/{name}/<run>: no run in {cwd / 'outputs' / name} (a training line before it makes one)"
-    return str(runs[-1].relative_to(cwd))
+    latest = cwd / "outputs" / name / "latest"
+    assert latest.is_dir(), f"no {latest} (a training line before it makes one)"
+    return str(latest.relative_to(cwd))
 
 
 @dataclass
@@ -174,7 +175,6 @@ def run_block(block: Block, cwd: Path) -> list[Ran]:
         return [Ran(["python"], result)]
     ran = []
     for args in commands(block):
-        args = [RUN_PLACEHOLDER.sub(lambda m: newest_run(cwd, m.group(1)), a) for a in args]
         full = with_budget(args) if trains(args) else args
         exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
         argv = [exe, *full[1:]] if full[0] == "rlexp" else [sys.executable, *full[1:]]
@@ -294,7 +294,7 @@ def _custom_algo(cwd: Path, ran: list[Ran]) -> None:
 
 
 def _continued(cwd: Path, ran: list[Ran]) -> None:
-    _first, second = sorted((cwd / "outputs" / "ppo-cartpole").iterdir())
+    _first, second = _runs(cwd, "ppo-cartpole")
     summary = _summary(second)
     assert summary["trained_agent"] and summary["start_step"] > 0 and summary["steps_done"] > summary["start_step"]
 
@@ -332,13 +332,13 @@ def _report(cwd: Path, ran: list[Ran]) -> None:
 
 
 def _trackers(cwd: Path, ran: list[Ran]) -> None:
-    runs = sorted((cwd / "outputs" / "ppo-cartpole").iterdir())
+    runs = _runs(cwd, "ppo-cartpole")
     assert len(runs) == 3 and (cwd / "mlruns.db").is_file()
     assert (runs[0] / "wandb").is_dir() and _summary(runs[2])["trackers"]
 
 
 def _local_parallel(cwd: Path, ran: list[Ran]) -> None:
-    jobs = [p for p in cwd.glob("multirun/*/*") if (p / "summary.json").is_file()]
+    jobs = [p for p in cwd.glob("multirun/*/*") if (p / "summary.json").is_file() and not p.parent.is_symlink()]
     assert len(jobs) == 4 and all(_summary(j)["status"] == "completed" for j in jobs)
 
 
@@ -376,7 +376,7 @@ PROMISES: dict[str, list[tuple[str, Callable[[Path, list[Ran]], None]]]] = {
         ("rlexp report multirun/ppo_vs_a2c", _report),
         ("rlexp evaluate logs/ppo/CartPole-v1_1", _zoo_run),
     ],
-    "guides/export.md": [("env=pendulum", _exported_sac), ("ppo-cartpole/<run> --quantize", _exported)],
+    "guides/export.md": [("env=pendulum", _exported_sac), ("ppo-cartpole/latest --quantize", _exported)],
     "guides/python-api.md": [("rlexp.train", _python_api)],
     "guides/custom-env-and-algo.md": [
         ("rlexp check env.id=my_pkg", _custom),

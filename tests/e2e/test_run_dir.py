@@ -496,3 +496,26 @@ def test_a_run_of_an_older_rlexp_without_the_keys_added_since_is_the_same_run(tm
     assert config_difference(cfg, tmp_path) == ""
     cfg, _ = compose_cfg([*FAST, "callbacks=none", "random_baseline.episodes=3"])
     assert config_difference(cfg, tmp_path) == "random_baseline.episodes"
+
+
+def test_latest_points_to_the_newest_run_and_is_never_a_run_of_its_own(tmp_path):
+    from rlexp.reporting.runs import runs_in
+
+    for _ in range(2):
+        assert rlexp_cli(FAST, cwd=tmp_path).returncode == 0
+    folder = tmp_path / "outputs" / "ppo-cartpole"
+    runs = sorted(p for p in folder.iterdir() if p.name != "latest")
+    assert len(runs) == 2 and (folder / "latest").resolve() == runs[-1]
+    assert os.readlink(folder / "latest") == runs[-1].name  # relative: the folder can move
+    assert runs_in(folder) == runs
+    result = rlexp_cli(["evaluate", "outputs/ppo-cartpole/latest", "--episodes", "1"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # continuing the latest run: the link is read before the new run re-points it, and the records name the run
+    assert rlexp_cli([*FAST, "trained_agent=outputs/ppo-cartpole/latest"], cwd=tmp_path).returncode == 0
+    newest = (folder / "latest").resolve()
+    assert newest not in runs and json.loads((newest / "summary.json").read_text())["trained_agent"] == str(
+        runs[-1].relative_to(tmp_path)
+    )
+    # a run dir of one's own choosing gets no link next to it
+    assert rlexp_cli([*FAST, "hydra.run.dir=mine/run"], cwd=tmp_path).returncode == 0
+    assert not (tmp_path / "mine" / "latest").exists()

@@ -54,6 +54,7 @@ def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
     from rlexp.run import front_door
     from rlexp.run.manager import run
     from rlexp.run.trial import run_trial
+    from rlexp.rundir.latest import point_latest
     from rlexp.rundir.lock import InUse
     from rlexp.rundir.state import only_hydra_files, remove_created
     from rlexp.search.study import ENV_TRIAL, job_trial
@@ -67,6 +68,10 @@ def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
         # what re-runs a single run exactly (command.txt, the resume hint): its hydra.* overrides too
         rerun = None if multirun else rerun_command(hydra_cfg, run_dir)
         warnings = checked.warnings if checked else front_door.check(cfg, choices, list(hydra_cfg.overrides.task))
+        # the newest run of the default dirs, found as outputs/<algo>-<env>/latest (multirun/latest)
+        where = "hydra.sweep.dir=" if multirun else "hydra.run.dir="
+        if not any(o.startswith(where) for o in hydra_cfg.overrides.hydra):
+            point_latest(Path(hydra_cfg.sweep.dir).resolve() if multirun else run_dir.resolve())
         trial = job_trial()  # set when this job is a trial of an rlexp search
         if trial is None:
             # a multirun run again (e.g. resubmitted to SLURM) keeps the runs it completed

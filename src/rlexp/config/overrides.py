@@ -3,7 +3,9 @@ and those it reads as RL papers write them (``n_timesteps=1e6``)."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from rlexp.config.schema import integer_keys
@@ -32,5 +34,24 @@ def whole_numbers(args: list[str]) -> list[str]:
         whole = all(_DECIMAL.fullmatch(p) and float(p).is_integer() for p in parts)
         if eq and key.lstrip("+~") in keys and whole:  # integers stay as written
             arg = f"{key}={','.join(p if _INTEGER.fullmatch(p) else str(int(float(p))) for p in parts)}"
+        out.append(arg)
+    return out
+
+
+# keys that name a run dir, which a user may give through a `latest` link (rlexp.rundir.latest)
+RUN_DIR_KEYS = ("trained_agent", "hydra.run.dir")
+
+
+def links_resolved(args: list[str]) -> list[str]:
+    """``trained_agent=outputs/ppo-cartpole/latest`` -> the run dir the link points to now, so that the run's
+    records (command.txt, config.yaml, summary.json) name that run, and the new run, which re-points
+    ``latest`` as it starts, still continues the one meant."""
+    out = []
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        path = Path(value.strip("'\""))
+        if eq and key.lstrip("+") in RUN_DIR_KEYS and path.exists() and path.resolve() != path.absolute():
+            real = path.resolve()
+            arg = as_override(key, os.path.relpath(real) if real.is_relative_to(Path.cwd()) else str(real))
         out.append(arg)
     return out

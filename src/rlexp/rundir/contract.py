@@ -18,6 +18,7 @@ earlier releases stay readable: a key added since takes its default).
       curves.png                        the learning curves
       trial.json                        a search trial's seeds and their final scores (several seeds)
       .rlexp.lock                       held by the run's process while it runs
+    outputs/<algo>-<env>/latest         a link to the newest run there (rlexp.rundir.latest); multirun/latest
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ PROGRESS_CSV, PROGRESS_JSON, LOG_TXT = "progress.csv", "progress.json", "log.txt
 CURVES_FILE = "curves.png"
 TRIAL_FILE = "trial.json"
 LOCK_FILE = ".rlexp.lock"
+LATEST_LINK = "latest"  # next to the runs of a default dir: a link to the newest (rlexp.rundir.latest)
 LOG_FILE = "rlexp.log"  # the job's log lines (Hydra's job logging)
 HYDRA_DIR = ".hydra"
 ABANDONED_PREFIX = ".abandoned_"  # what an abandoned run wrote, set aside when it starts over
