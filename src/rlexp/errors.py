@@ -16,6 +16,13 @@ def collapsed(text: object) -> str:
     return " ".join(_ANSI.sub("", str(text)).split())
 
 
+def warning_line(message: Warning | str, category: type[Warning], filename: str) -> str:
+    """A Python warning (SB3's about a batch size, Gymnasium's about a space) on one line, with its category
+    and the module that raised it: ``<message> (UserWarning, stable_baselines3.ppo.ppo)``."""
+    source = filename.rsplit("site-packages/", 1)[-1].removesuffix(".py").replace("/", ".")
+    return f"{collapsed(message)} ({category.__name__}, {source})"
+
+
 def one_line_error(err: BaseException) -> str:
     """``Type: message`` on one line, for errors of the libraries rlexp builds with."""
     return f"{type(err).__name__}: {collapsed(err)}"

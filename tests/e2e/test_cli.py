@@ -255,6 +255,20 @@ def test_warnings_and_device_are_recorded(tmp_path):
     assert "brings no replay buffer" in warning
 
 
+def test_a_librarys_warning_is_said_once_recorded_logged_and_repeated_at_the_end(tmp_path):
+    # SB3 warns that 100 does not divide PPO's rollout of 8 x 32 steps: the front door's probe model first
+    result = rlexp_cli([*FAST, "algo.batch_size=100", "hydra.run.dir=run"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (warning,) = json.loads((tmp_path / "run" / "summary.json").read_text())["warnings"]
+    assert warning.startswith("You have specified a mini-batch size of 100") and warning.endswith(
+        "(UserWarning, stable_baselines3.ppo.ppo)"
+    )
+    said = [line for line in (result.stdout + result.stderr).splitlines() if line == f"rlexp: warning: {warning}"]
+    assert len(said) == 2  # at the start, and above the last lines
+    assert f"rlexp: warning: {warning}" in result.stdout.splitlines()[-3:]
+    assert warning in (tmp_path / "run" / "rlexp.log").read_text()
+
+
 def test_a_trained_agent_for_other_spaces_is_refused(tmp_path):
     short = "env.max_episode_steps=20"  # (the spaces matter here, not how well it learns)
     train([*FAST, "algo=ppo", "env=pendulum", "env.normalize=true", short], tmp_path / "pend")  # (in-process: quicker)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import warnings
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -146,11 +145,8 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
         extra["action_noise"] = noise
     device = "cpu" if probe else resolve_device(cfg)
     verbose = 0 if probe else int(cfg.logger.verbose >= 2)  # SB3's own messages and tables
-    try:
-        with warnings.catch_warnings():  # the run's own model says it again
-            if probe:
-                warnings.simplefilter("ignore")
-            model = make(env=env, seed=cfg.seed, device=device, verbose=verbose, _init_setup_model=False, **extra)
+    try:  # (its warnings: the front door's, recorded with the run's, rlexp.run.library_warnings)
+        model = make(env=env, seed=cfg.seed, device=device, verbose=verbose, _init_setup_model=False, **extra)
     except Exception as err:
         if not probe:  # the front door built this config: anything else is not the config's fault
             raise

@@ -8,7 +8,7 @@ import logging
 import warnings
 from typing import TextIO
 
-from rlexp.errors import collapsed
+from rlexp.errors import warning_line
 
 
 class ConsoleFormatter(logging.Formatter):
@@ -32,8 +32,7 @@ def show_warnings_on_one_line() -> None:
         file: TextIO | None = None,
         line: str | None = None,
     ) -> None:
-        source = filename.rsplit("site-packages/", 1)[-1].removesuffix(".py").replace("/", ".")
-        text = f"rlexp: warning: {collapsed(message)} ({category.__name__}, {source})\n"
+        text = f"rlexp: warning: {warning_line(message, category, filename)}\n"
         stream = file if file is not None else _stderr()
         with contextlib.suppress(OSError, AttributeError):  # no stream: lost, as Python's own would be
             stream.write(text)

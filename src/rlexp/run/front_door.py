@@ -15,6 +15,7 @@ own dir inside the sweep dir.
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from rlexp.config.validation import (
     job_config,
     reject_unknown_keys,
 )
-from rlexp.errors import ConfigError, Refused, one_line_error
+from rlexp.errors import ConfigError, Refused, one_line_error, warning_line
 from rlexp.rundir import lock
 from rlexp.rundir.contract import LOCK_FILE
 
@@ -103,8 +104,11 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
         check_env(cfg.env)
     probe = probe_env(cfg.env, cfg.seed)
     try:
-        build_model(cfg, probe, probe=True)
-        found = check_trained_agent(cfg, probe) if cfg.trained_agent is not None else []
+        with warnings.catch_warnings(record=True) as caught:  # SB3's about a batch size, say: the run's too
+            warnings.simplefilter("always")
+            build_model(cfg, probe, probe=True)
+            found = check_trained_agent(cfg, probe) if cfg.trained_agent is not None else []
+        found = [*dict.fromkeys(warning_line(w.message, w.category, w.filename) for w in caught), *found]
         found += observation_warnings(cfg, probe)
     finally:
         probe.close()

@@ -33,6 +33,7 @@ from rlexp.monitor.health import judge_final
 from rlexp.monitor.solved import stop_threshold
 from rlexp.references.verdict import run_verdict
 from rlexp.run.failure import diverged, record_failure
+from rlexp.run.library_warnings import recorded_warnings
 from rlexp.run.record import ABSENT, RunRecord
 from rlexp.run.restore import restore_evaluation_state
 from rlexp.run.start import start_run
@@ -81,10 +82,11 @@ def run(
         curves = BackgroundCurves(run_dir, record.title) if cfg.curves else None
         trackers: list[Tracker] = []
         try:
-            trackers = start_trackers(cfg, run_dir, record.trackers, record.start_time)
-            # (without diagnostics.finite, torch's own argument checks are the only NaN check left)
-            with unchecked_distributions() if cfg.diagnostics.finite else nullcontext():
-                _train_and_evaluate(cfg, run_dir, record, reporter, resume, stopper, curves, trackers)
+            with recorded_warnings(record):
+                trackers = start_trackers(cfg, run_dir, record.trackers, record.start_time)
+                # (without diagnostics.finite, torch's own argument checks are the only NaN check left)
+                with unchecked_distributions() if cfg.diagnostics.finite else nullcontext():
+                    _train_and_evaluate(cfg, run_dir, record, reporter, resume, stopper, curves, trackers)
         except BaseException as err:
             record_failure(err, record, run_dir, stopper, trackers, curves, rerun)
             raise

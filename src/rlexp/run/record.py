@@ -215,12 +215,12 @@ def failure_status(err: BaseException) -> str:
 
 
 def run_end_lines(record: RunRecord, run_dir: Path) -> list[str]:
-    """What the command prints when a run completes: its reference verdict, its diagnostics, then where it is
-    and how it scored."""
+    """What the command prints when a run completes: its reference verdict, its warnings and diagnostics, then
+    where it is and how it scored."""
     final, best, baseline = record.final_eval, record.best_eval, record.random_baseline
     assert isinstance(final, dict)
     lines = [f"rlexp: {record.reference['line']}"] if isinstance(record.reference, dict) else []
-    lines += [f"rlexp: warning: {found}" for found in record.diagnostics]
+    lines += [f"rlexp: warning: {found}" for found in (*record.warnings, *record.diagnostics)]
     lines.append(
         f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
         f"over {final['episodes']} episodes"
