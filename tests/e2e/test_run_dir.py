@@ -511,8 +511,11 @@ def test_latest_points_to_the_newest_run_and_is_never_a_run_of_its_own(tmp_path)
     result = rlexp_cli(["evaluate", "outputs/ppo-cartpole/latest", "--episodes", "1"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     # continuing the latest run: the link is read before the new run re-points it, and the records name the run
-    assert rlexp_cli([*FAST, "trained_agent=outputs/ppo-cartpole/latest"], cwd=tmp_path).returncode == 0
+    result = rlexp_cli([*FAST, "trained_agent=outputs/ppo-cartpole/latest"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
     newest = (folder / "latest").resolve()
+    said = f"rlexp: continuing the agent of outputs/ppo-cartpole/{runs[-1].name} from its step 256: 256 steps more, to step 512"
+    assert said in result.stdout.splitlines()
     assert newest not in runs and json.loads((newest / "summary.json").read_text())["trained_agent"] == str(
         runs[-1].relative_to(tmp_path)
     )

@@ -25,6 +25,8 @@ def test_a_reached_threshold_ends_training_after_that_evaluation(tmp_path):
     assert summary["final_eval"]["episodes"] == 2 and summary["target_steps"] == 2048
     assert list(np.load(run_dir / "evaluations.npz")["timesteps"]) == [128]  # the one that reached it
     assert PPO.load(run_dir / "model.zip").num_timesteps == 128  # the saved agent is the stopped one
+    ending = result.stdout.strip().splitlines()[-3:]
+    assert "rlexp: stopped early at step 128 of 2,048: an evaluation reached 5.0 (callbacks.stop)" in ending
 
 
 def test_solved_is_the_env_specs_threshold(tmp_path):

@@ -161,13 +161,15 @@ def build_callbacks(
     fresh: bool,
     after_eval: BaseCallback | None = None,
     threshold: float | None = None,
+    origin: int = 0,
 ) -> RunCallbacks:
     """All callbacks of the run.
 
     ``stopper`` (the run's StopOnSignal) comes before the evaluations and may abandon one under way;
     ``after_eval`` runs after each periodic evaluation (a search's ReportToTrial), then the stop at
     ``threshold`` (callbacks.stop). ``target_steps``: the step count learn() stops at; ``diagnostics``:
-    summary.json's list that training health adds to; ``fresh``: a new agent, trained from its first step.
+    summary.json's list that training health adds to; ``fresh``: a new agent, trained from its first step;
+    ``origin``: the step the run started from (a continued agent's, else 0), where its progress counts from.
     """
     cb_cfg = cfg.callbacks
     # the finite check first: a diverged agent is never saved, not even as a checkpoint
@@ -202,7 +204,7 @@ def build_callbacks(
     callbacks.extend(instantiate(spec) for spec in cb_cfg.extra.values())
     progress = None
     if cfg.logger.verbose >= 1 and not cb_cfg.progress_bar:  # (SB3's own bar otherwise)
-        progress = Progress(target_steps, save_best.parent if save_best else None)  # type: ignore[arg-type]
+        progress = Progress(target_steps, save_best.parent if save_best else None, origin=origin)  # type: ignore[arg-type]
         callbacks.append(progress)
     callbacks.append(TrainingHealth(cfg.diagnostics, target_steps, diagnostics, fresh))
     return RunCallbacks(CallbackList(callbacks), save_best, solved, progress)

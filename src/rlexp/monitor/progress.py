@@ -15,11 +15,15 @@ from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 
 class Progress(BaseCallback):
     """``target``: the step count learn() stops at (a continued agent's steps count from its own);
-    ``evaluations``: the run's EvalCallback, whose results (it records them: log_path is set) are shown."""
+    ``evaluations``: the run's EvalCallback, whose results (it records them: log_path is set) are shown;
+    ``origin``: the step the run started from (a continued agent's), where the run's own steps count from
+    (a resumed run counts from its origin too, not from where it resumed)."""
 
-    def __init__(self, target: int, evaluations: EvalCallback | None, terminal: bool | None = None) -> None:
+    def __init__(
+        self, target: int, evaluations: EvalCallback | None, terminal: bool | None = None, origin: int = 0
+    ) -> None:
         super().__init__()
-        self.target, self.evaluations = target, evaluations
+        self.target, self.evaluations, self.origin = target, evaluations, origin
         self.terminal = sys.stdout.isatty() if terminal is None else terminal
         self.bar: Any = None
         self.seen = 0
@@ -36,12 +40,16 @@ class Progress(BaseCallback):
             from tqdm import tqdm
 
             self.bar = tqdm(
-                total=self.target, initial=self.num_timesteps, unit="step", unit_scale=True, file=sys.stdout
+                total=self.target - self.origin,
+                initial=self.num_timesteps - self.origin,
+                unit="step",
+                unit_scale=True,
+                file=sys.stdout,
             )
 
     def _on_step(self) -> bool:
         if self.bar is not None:
-            self.bar.update(min(self.num_timesteps, self.target) - self.bar.n)
+            self.bar.update(min(self.num_timesteps, self.target) - self.origin - self.bar.n)
         if self.evaluations is not None and len(self.evaluations.evaluations_timesteps) > self.seen:
             self.seen = len(self.evaluations.evaluations_timesteps)
             self._report()
@@ -64,8 +72,9 @@ class Progress(BaseCallback):
             self.bar.set_postfix_str(scores, refresh=True)
             return
         done = min(self.num_timesteps, self.target)
-        share = 100 * (done - self.start) / max(self.target - self.start, 1)
-        line = f"rlexp: step {done:,}/{self.target:,} ({share:.0f}%)"
+        share = 100 * (done - self.origin) / max(self.target - self.origin, 1)
+        line = f"rlexp: step {done - self.origin:,}/{self.target - self.origin:,} ({share:.0f}%"
+        line += f"; the agent's step {done:,})" if self.origin else ")"
         print(f"{line}{' ' + scores if scores else ''} | {speed:,.0f} steps/s, ETA {eta}", flush=True)
 
     def close(self) -> None:

@@ -134,7 +134,16 @@ def _train_and_evaluate(
         record.stop_reward_threshold = ABSENT if threshold is None or eval_env is None else threshold
         fresh = resume is None and cfg.trained_agent is None
         callbacks = build_callbacks(
-            cfg, run_dir, eval_env, stopper, record.budget, record.diagnostics, fresh, reporter, threshold
+            cfg,
+            run_dir,
+            eval_env,
+            stopper,
+            record.budget,
+            record.diagnostics,
+            fresh,
+            reporter,
+            threshold,
+            origin=record.start_step if isinstance(record.start_step, int) else 0,
         )
         if resume is not None and callbacks.save_best is not None:
             step = int(model.num_timesteps)
@@ -165,6 +174,14 @@ def _before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, s
             stop = lambda: stopper.signum is not None  # noqa: E731
             record.random_baseline = random_baseline(env, cfg.seed, cfg.random_baseline.episodes, stop)
     record.set_budget(int(model.num_timesteps), cfg.n_timesteps, continues_agent=cfg.trained_agent is not None)
+    if cfg.trained_agent is not None:
+        log.info(
+            "continuing the agent of %s from its step %s: %s steps more, to step %s",
+            cfg.trained_agent,
+            f"{record.start_step:,}",
+            f"{cfg.n_timesteps:,}",
+            f"{record.budget:,}",
+        )
     record.write()  # a run killed from here on can be resumed
 
 

@@ -220,6 +220,11 @@ def run_end_lines(record: RunRecord, run_dir: Path) -> list[str]:
     final, best, baseline = record.final_eval, record.best_eval, record.random_baseline
     assert isinstance(final, dict)
     lines = [f"rlexp: {record.reference['line']}"] if isinstance(record.reference, dict) else []
+    if isinstance(record.stopped_early_at, int):
+        lines.append(
+            f"rlexp: stopped early at step {record.stopped_early_at:,} of {record.budget:,}: an evaluation reached "
+            f"{record.stop_reward_threshold} (callbacks.stop)"
+        )
     lines += [f"rlexp: warning: {found}" for found in (*record.warnings, *record.diagnostics)]
     lines.append(
         f"rlexp: run saved to {run_dir} | final eval {final['mean']:.2f} +/- {final['std']:.2f} "
