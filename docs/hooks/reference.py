@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import html
 import importlib
 import inspect
 import re
@@ -133,7 +134,7 @@ def _schema_table(cls: type, prefix: str, group_choice: dict[str, str]) -> tuple
 
     hints = typing.get_type_hints(cls)
     comments = _field_comments(cls)
-    rows = ["| key | type | default | |", "|---|---|---|---|"]
+    rows = ["| key | type | default | what it does |", "|---|---|---|---|"]
     nested: list[tuple[str, type]] = []
     for f in dataclasses.fields(cls):
         key = prefix + f.name
@@ -398,7 +399,7 @@ def _option_section(group: str, path: Path, schemas: dict[str, type]) -> list[st
     if rows:
         typed = bool(hints)
         out += [
-            "| key | value | type | |" if typed else "| key | value | |",
+            "| key | value | type | what it does |" if typed else "| key | value | what it does |",
             "|---|---|---|---|" if typed else "|---|---|---|",
         ]
         for key, value in rows:
@@ -541,35 +542,54 @@ def tuned_rows() -> list[dict[str, Any]]:
 
 def tuned_page() -> str:
     rows = tuned_rows()
+    algos = sorted({r["algo"] for r in rows})
     out = [
+        "---",
+        "hide: [toc]  # the tables take the width (the algorithms are linked below the title)",
+        "---",
         "# Tuned hyperparameters",
         "",
-        f"Generated from `conf/tuned/` when this site was built: {len(rows)} files. A run picks",
-        "`tuned/<algo>_<env>.yaml` by itself when the pair has one (it says so when it starts) and records it",
-        "in `summary.json` (`tuned_file`); `~tuned` trains with the algorithm's plain defaults instead, and",
-        "anything on the command line wins over the file. The values are RL Baselines3 Zoo's (the source",
-        "column names the zoo's file and entry), generated from its YAML by `tests/zoo_values.py`; the",
-        "notes below the table say where rlexp departs from them. `env.id=<the zoo's id>` picks the same",
-        "file (`rlexp list` prints this table in a terminal).",
+        " · ".join(f"[{algo}](#{algo})" for algo in algos) + " · [notes](#notes-in-the-files)",
+        "",
+        f"Generated from `conf/tuned/` when this site was built: {len(rows)} files, one section per algorithm. A",
+        "run picks `tuned/<algo>_<env>.yaml` by itself when the pair has one (it says so when it starts) and",
+        "records it in `summary.json` (`tuned_file`); `~tuned` trains with the algorithm's plain defaults",
+        "instead, and anything on the command line wins over the file. The values are RL Baselines3 Zoo's",
+        "(where the zoo's entry has another id, the env id column gives it), generated from its YAML by",
+        "`tests/zoo_values.py`; the notes at the end say where rlexp departs from them. `env.id=<the zoo's id>`",
+        "picks the same file (`rlexp list` prints these tables in a terminal).",
         "",
         "The last column lists the keys whose values differ from the algorithm's and the env preset's own",
         "(`algo.*` from `conf/algo/`, `env.*` from `conf/env/` and the schema), and the schedules.",
-        "",
-        "| file | algo | env | env id | source | n_timesteps | n_envs | also changes |",
-        "|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        changes = ", ".join(f"`{c}`" for c in r["changes"]) or "-"
-        steps = f"{r['n_timesteps']:,}" if isinstance(r["n_timesteps"], int) else _text(str(r["n_timesteps"]))
-        out.append(
-            f"| `{r['file']}` | `{r['algo']}` | `{r['env']}` | `{r['env_id']}` | {_text(r['source'])} | {steps} "
-            f"| {r['n_envs']} | {changes} |"
-        )
+    for algo in algos:
+        pairs = [r for r in rows if r["algo"] == algo]
+        sources = {r["source"].split(" ")[2] for r in pairs if r["source"].startswith("rl-zoo3 ")}
+        where = f" (rl-zoo3 {_zoo_version(pairs)} {', '.join(sorted(sources))})" if sources else ""
+        out += [
+            "",
+            f"## {algo}",
+            "",
+            f"{len(pairs)} pairs{where}: `tuned/{algo}_<env>.yaml`.",
+            "",
+            "| env | env id | n_timesteps | n_envs | also changes |",
+            "|---|---|---|---|---|",
+        ]
+        for r in pairs:
+            changes = ", ".join(_breakable(c) for c in r["changes"]) or "-"
+            steps = f"{r['n_timesteps']:,}" if isinstance(r["n_timesteps"], int) else _text(str(r["n_timesteps"]))
+            entry = r["source"].split(" ", 3)[3] if r["source"].startswith("rl-zoo3 ") else r["source"]
+            env_id = r["env_id"] if entry == r["env_id"] else f"{r['env_id']} (zoo: {_text(entry)})"
+            out.append(f"| `{r['env']}` | {env_id} | {steps} | {r['n_envs']} | {changes} |")
     noted = [r for r in rows if r["notes"]]
     if noted:
         out += ["", "## Notes in the files", ""]
         out += [f"- `{r['file']}`: {_text(r['notes'])}" for r in noted]
     return "\n".join([*out, ""])
+
+
+def _zoo_version(rows: list[dict[str, Any]]) -> str:
+    return next(r["source"].split(" ")[1] for r in rows if r["source"].startswith("rl-zoo3 "))
 
 
 # ------------------------------------------------------------------------------------------------ markdown
@@ -590,6 +610,12 @@ def _plain(value: Any) -> str:
 def _code(value: Any) -> str:
     text = _plain(value)
     return "`" + text.replace("|", "\\|") + "`" if text else '`""`'
+
+
+def _breakable(text: str) -> str:
+    """Code that a narrow column may wrap after a dot or an equals sign, never inside a name."""
+    escaped = html.escape(text).replace("|", "&#124;").replace("_", "&#95;").replace("*", "&#42;")
+    return "<code>" + re.sub(r"(=|\.(?=[A-Za-z&$]))", r"\1<wbr>", escaped) + "</code>"
 
 
 def _text(text: str) -> str:
