@@ -10,10 +10,9 @@ the lean in-process DummyVecEnv otherwise) and, where a case says, with SB3's Du
 Atari and MuJoCo cases also print rollout-only steps/s: the train envs alone, stepped with random actions
 in this process, built as the zoo builds them and as rlexp does for each backend, in turn.
 
-Torch threads: the zoo and the plain script on one (the zoo's --num-threads 1), rlexp on its default
-(one; a CNN on EnvPool every core, torch's threads sleeping at their barriers: they take turns with
-EnvPool's pool). Where a case runs on more than one core (Atari), the zoo also runs on torch's own default
-(a thread per core) as "zoo default threads", and rlexp's ratio is against the faster of the two.
+Torch threads: equal on both sides of each ratio. The zoo, the plain script and rlexp on one (the zoo's
+--num-threads 1, rlexp's torch_threads=1); where a case runs on more than one core (Atari), also the zoo on
+torch's own default (a thread per core: "zoo default threads") against rlexp on as many ("rlexp 2 threads").
 
 The commands run as fresh processes, in turn (rlexp, zoo, plain, ... then again) so that a noisy shared
 machine slows them alike; per case it prints the median seconds of each and their ratios, and the final
@@ -90,10 +89,10 @@ CASES = {
     ),
     "ppo-atari": (
         20_000,
-        ["algo=ppo", "env=atari", *NO_PERIODIC_EVAL[0]],
+        ["algo=ppo", "env=atari", "env.vec_env=envpool", "torch_threads=1", *NO_PERIODIC_EVAL[0]],
         ["--algo", "ppo", "--env", "PongNoFrameskip-v4", "--vec-env", "subproc", *NO_PERIODIC_EVAL[1]],
         None,
-        {"rlexp envpool": ["env.vec_env=envpool"]},
+        {"rlexp 2 threads": [f"torch_threads={os.cpu_count()}"]},
         True,
     ),
     "sac-pendulum": (
@@ -236,9 +235,9 @@ def main() -> None:
         print(f"{case}, {steps:,} steps, median of {args.repeats} whole processes (seconds):", flush=True)
         for name, value in median.items():
             print(f"  {name:<20} {value:7.1f}   min {min(seconds[name]):6.1f}  max {max(seconds[name]):6.1f}")
-        zoo = min(median["zoo"], median.get("zoo default threads", median["zoo"]))  # the faster zoo
         for name in median:
-            if name.startswith("rlexp"):
+            if name.startswith("rlexp"):  # against the zoo on as many torch threads
+                zoo = median["zoo default threads"] if name.endswith(" threads") else median["zoo"]
                 print(f"  {name + ' / zoo':<24} {median[name] / zoo:.2f}")
                 if "plain" in median:
                     print(f"  {name + ' / plain SB3':<24} {median[name] / median['plain']:.2f}")
