@@ -391,6 +391,11 @@ EXTRA_SECTIONS = {
 }
 
 
+def _breakable(pair: str) -> str:
+    """A pair's name that a narrow column may wrap after an underscore (as HTML: Markdown would read ``_``)."""
+    return pair.replace("_", "&#95;<wbr>")
+
+
 def page(record: dict[str, Any]) -> str:
     """docs/reference/zoo-parity.md (made at every site build from benchmarks/zoo_parity.json)."""
     rows = list(record["pairs"].values())
@@ -437,7 +442,7 @@ def page(record: dict[str, Any]) -> str:
         ]
         for r in odd:
             size = r.get("departure_diff", r.get("max_abs_diff"))
-            out.append(f"| {r['pair']} | {r['verdict']} | {_size(size)} | {reason(r)} |")
+            out.append(f"| {_breakable(r['pair'])} | {r['verdict']} | {_size(size)} | {reason(r)} |")
     for section, (title, text) in EXTRA_SECTIONS.items():
         extra = list(record.get(section, {}).values())
         if not extra:
@@ -447,7 +452,7 @@ def page(record: dict[str, Any]) -> str:
         head += ["rlexp against the zoo without evaluations"] if evaluations else []
         out += ["", f"## {title}", "", text, "", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in extra:
-            cells = [r["pair"], f"{r['steps']:,}", r["verdict"], _size(r.get("max_abs_diff"))]
+            cells = [_breakable(r["pair"]), f"{r['steps']:,}", r["verdict"], _size(r.get("max_abs_diff"))]
             cells += [_size(r.get("rlexp_vs_zoo_without_eval"))] if evaluations else []
             out.append("| " + " | ".join(cells) + " |")
     out += ["", "## Every pair", "", "The env id trained is the zoo's entry's, but where a row names the entry (in brackets).", "",
@@ -458,7 +463,7 @@ def page(record: dict[str, Any]) -> str:
         size = r.get("departure_diff", r.get("max_abs_diff"))
         plain = ("identical", "cannot run here", "not run")
         result = r["verdict"] if r["verdict"] in plain else f"{r['verdict']}, {_size(size)}"
-        out.append(f"| {r['pair']} | {trained} | {steps} | {result} |")
+        out.append(f"| {_breakable(r['pair'])} | {trained} | {steps} | {result} |")
     noted = [r for r in rows if r.get("note")]
     if noted:
         out += ["", "Where the zoo cannot make its own entry's id here (mujoco-py's `-v2`, panda-gym 3's `-v3` for the",

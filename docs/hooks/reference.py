@@ -154,7 +154,7 @@ def _schema_table(cls: type, prefix: str, group_choice: dict[str, str]) -> tuple
             shown = f"the `{_schedule_names()[default['_target_']]}` schedule"
         else:
             shown = _code(default)
-        rows.append(f"| `{key}` | {_type_name(tp)} | {shown} | {_text(comments.get(f.name, ''))} |")
+        rows.append(f"| {_breakable(key)} | {_type_name(tp)} | {shown} | {_text(comments.get(f.name, ''))} |")
     return rows, nested
 
 
@@ -406,9 +406,9 @@ def _option_section(group: str, path: Path, schemas: dict[str, type]) -> list[st
             comment = _text(comments.get(key, ""))
             if typed:
                 tp = _type_name(hints[key.split(".")[0]]) if key.split(".")[0] in hints else ""
-                out.append(f"| `{key}` | {_code(value)} | {tp} | {comment} |")
+                out.append(f"| {_breakable(key)} | {_code(value)} | {tp} | {comment} |")
             else:
-                out.append(f"| `{key}` | {_code(value)} | {comment} |")
+                out.append(f"| {_breakable(key)} | {_code(value)} | {comment} |")
         out.append("")
     elif not extends:
         out += ["(no keys: the schema's defaults)" if schema else "(empty)", ""]
@@ -442,14 +442,14 @@ def config_page() -> str:
         selectors, default, _ = defaults.get(group, ([group], None, ""))
         if default is None and "basic" in _elsewhere_options(group):
             default = "basic"
-        chosen = ", ".join(f"`{s}=...`" for s in selectors)
+        chosen = ", ".join(_breakable(f"{s}=...") for s in selectors)
         link = OWN_PAGE.get(group)
         options = (
             f"[{len(paths)} files, one per algo and env]({link})"
             if link
             else ", ".join(f"[`{p.stem}`](#option-{_slug(group + '-' + p.stem)})" for p in paths)
         )
-        out.append(f"| [`{group}`](#group-{_slug(group)}) | {chosen} | {_option_name(default)} | {options} |")
+        out.append(f"| [{_breakable(group)}](#group-{_slug(group)}) | {chosen} | {_option_name(default)} | {options} |")
     out.append("")
     for group, paths in groups.items():
         selectors, default, comment = defaults.get(group, ([group], None, ""))
@@ -609,13 +609,16 @@ def _plain(value: Any) -> str:
 
 def _code(value: Any) -> str:
     text = _plain(value)
-    return "`" + text.replace("|", "\\|") + "`" if text else '`""`'
+    return _breakable(text) if text else '`""`'
 
 
 def _breakable(text: str) -> str:
-    """Code that a narrow column may wrap after a dot or an equals sign, never inside a name."""
-    escaped = html.escape(text).replace("|", "&#124;").replace("_", "&#95;").replace("*", "&#42;")
-    return "<code>" + re.sub(r"(=|\.(?=[A-Za-z&$]))", r"\1<wbr>", escaped) + "</code>"
+    """Code that a narrow column may wrap after a dot, an equals sign, a slash, a comma, a colon, a hyphen, an
+    at sign or a brace, never inside a name."""
+    escaped = html.escape(text)
+    for char in "|_*[]`\\":  # Markdown's own characters, which it would read inside inline HTML
+        escaped = escaped.replace(char, f"&#{ord(char)};")
+    return '<code class="wrap">' + re.sub(r"([=/,:}@-]|\.(?=[A-Za-z&$]))", r"\1<wbr>", escaped) + "</code>"
 
 
 def _text(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ PAGE = Path(__file__).resolve().parents[1] / "benchmarks.md"
 MARK = "<!-- speed table -->"
 FIGURE = "img/speed_vs_zoo.png"
 # bar label -> the table's column of its ratio to the zoo, or (for the plain script, which has none) its seconds
-RUNNERS = {"rlexp": "rlexp / zoo", "plain SB3 script": "plain SB3", "rlexp, backend=sbx": "sbx / zoo"}
+RUNNERS = {"rlexp": "rlexp / zoo", "plain SB3 script": "plain SB3"}
 
 
 def speed_table(text: str) -> list[dict[str, str]]:
@@ -44,6 +45,11 @@ def _ratio(row: dict[str, str], column: str, zoo_column: str) -> float:
     return value if not row[column].endswith(" s") else value / (_number(row[zoo_column]) or float("nan"))
 
 
+def _label(case: str) -> str:
+    """A table cell as a tick label: its Markdown (code spans) as plain text, wrapped."""
+    return textwrap.fill(case.replace("`", ""), 34)
+
+
 def draw(text: str) -> bytes:
     import matplotlib
 
@@ -52,7 +58,7 @@ def draw(text: str) -> bytes:
 
     rows = speed_table(text)
     zoo_column = next(c for c in rows[0] if c.startswith("rl-zoo3"))
-    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.9 * len(rows)))
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.75 * len(rows)))
     height = 0.8 / len(RUNNERS)
     for i, (label, column) in enumerate(RUNNERS.items()):
         ratios = [_ratio(row, column, zoo_column) for row in rows]
@@ -60,15 +66,15 @@ def draw(text: str) -> bytes:
         bars = ax.barh(ys, ratios, height=height * 0.95, label=label)
         ax.bar_label(bars, labels=[f"{r:.2f}" if r == r else "" for r in ratios], padding=3, fontsize=8)
     ax.axvline(1.0, color="0.3", linestyle="--", linewidth=1, label=f"{zoo_column} (= 1)")
-    ax.set_yticks(range(len(rows)), [row["case"] for row in rows], fontsize=8)
+    ax.set_yticks(range(len(rows)), [_label(row["case"]) for row in rows], fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlabel("whole-process wall time relative to RL Zoo's train.py (lower is faster)")
-    ax.set_xlim(0, 1.6)
-    ax.legend(fontsize=8, loc="center right")
+    ax.set_xlabel("whole-process wall time relative to RL Zoo's train.py (lower is faster)", fontsize=9)
+    ax.set_xlim(0, max(1.6, max(bar.get_width() for bar in ax.patches if bar.get_width() == bar.get_width()) + 0.2))
+    # below the axes: a legend inside would cover a bar
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=len(RUNNERS) + 1, frameon=False)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
     out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=120)
+    fig.savefig(out, format="png", dpi=110, bbox_inches="tight")  # (nothing of a label or the legend cut)
     plt.close(fig)
     return out.getvalue()
 

@@ -472,3 +472,15 @@ def test_the_site_builds_without_a_warning(tmp_path):
     config = (tmp_path / "site" / "reference" / "config" / "index.html").read_text()
     assert "callbacks.eval.freq" in config and "slurm_cpu" in config
     assert "dqn_cartpole" in (tmp_path / "site" / "reference" / "tuned" / "index.html").read_text()
+
+
+def test_readmes_speed_table_is_the_benchmarks_page_s():
+    def table(text: str) -> list[str]:
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("| case |"))
+        end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+        return lines[start:end]
+
+    readme = (ROOT / "README.md").read_text().split("\n## Speed\n", 1)[1].split("\n## ", 1)[0]
+    page = (DOCS / "benchmarks.md").read_text().split("<!-- speed table -->", 1)[1]
+    assert table(readme) == table(page) and len(table(page)) > 3
