@@ -35,7 +35,9 @@ DOCS = ROOT / "docs"
 MARK = re.compile(r"<!--\s*runnable(?P<slow>\s+slow)?\s*-->")
 FILE_MARK = re.compile(r"<!--\s*file\s+(?P<path>\S+)\s*-->")
 # HTML comments the docs may hold outside code blocks: the marks above, and benchmarks.md's table anchor
-OTHER_COMMENTS = ("<!-- speed table -->",)
+# the build's own marks (docs/hooks): the speed table, the layers picture, a file shown as it is
+OTHER_COMMENTS = ("<!-- speed table -->", "<!-- layers figure -->")
+INCLUDE = re.compile(r"<!-- include \S+ -->")
 VERBS = set(COMMAND_VERBS)  # (rlexp.commands: check, evaluate, ..., list)
 NO_TRAINING = {"--cfg", "-c", "--help", "-h", "--info", "-i", "--hydra-help", "--version", "--shell-completion"}
 GROUPS = {p.name for p in (ROOT / "conf").iterdir() if p.is_dir() and not p.name.startswith("_")}
@@ -108,7 +110,7 @@ def parse_docs() -> Parsed:
                     parsed.files.append(block)
                 i = end + 1
                 continue
-            if stripped.startswith("<!--") and stripped not in OTHER_COMMENTS:
+            if stripped.startswith("<!--") and stripped not in OTHER_COMMENTS and not INCLUDE.fullmatch(stripped):
                 parsed.problems.append(
                     f"{page}:{i + 1}: unknown mark {stripped!r} (runnable, runnable slow, file PATH)"
                 )

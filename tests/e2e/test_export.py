@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -140,24 +141,19 @@ def _blocked(tmp_path: Path, *modules: str) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")])}
 
 
-def guide_example() -> str:
-    """The export guide's run_policy.py, which needs onnxruntime, numpy and gymnasium only."""
-    return EXPORT_GUIDE.split("<!-- file run_policy.py -->\n```python\n", 1)[1].split("```", 1)[0]
-
-
-def test_the_guides_example_runs_without_torch_and_reproduces_the_final_evaluation(runs, tmp_path):
+def test_the_export_dirs_runner_plays_the_final_evaluation_without_torch_from_anywhere(runs, tmp_path):
     run_dir = runs("ppo_cartpole")
     if not (run_dir / "export" / "policy.json").is_file():
         assert rlexp_cli(["export", str(run_dir), "--format", "onnx"], cwd=run_dir).returncode == 0
-    script = tmp_path / "run_policy.py"
-    script.write_text(guide_example())
+    moved = tmp_path / "shipped"
+    shutil.copytree(run_dir / "export", moved)  # the export dir alone, somewhere else
+    script = moved / "run_policy.py"
     assert "import torch" not in script.read_text() and "stable_baselines3" not in script.read_text()
-    env = {**os.environ, **_blocked(tmp_path, "torch", "stable_baselines3", "sb3_contrib")}
+    assert "<!-- include src/rlexp/export/run_policy.py -->" in EXPORT_GUIDE  # the guide shows this very file
+    env = {**os.environ, **_blocked(tmp_path, "torch", "stable_baselines3", "sb3_contrib", "rlexp")}
     probe = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True)
     assert probe.returncode != 0 and "blocked" in probe.stderr
-    done = subprocess.run(
-        [sys.executable, str(script), str(run_dir / "export")], env=env, capture_output=True, text=True, timeout=300
-    )
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     final = json.loads((run_dir / "summary.json").read_text())["final_eval"]
     assert done.stdout.strip() == f"mean return {final['mean']:.2f} over {final['episodes']} episodes"

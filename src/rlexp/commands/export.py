@@ -51,7 +51,7 @@ def main(args: argparse.Namespace) -> int:
         f"to {out}, checked on {parity['observations']:,} observations of {parity['episodes']} episodes"
     )
     from rlexp.export.formats import FILES, RUNTIME_FILES
-    from rlexp.export.make import PARITY_FILE, POLICY_FILE
+    from rlexp.export.make import PARITY_FILE, POLICY_FILE, RUNNER_FILE
 
     for runtime, check in parity["checks"].items():
         file = FILES[RUNTIME_FILES[runtime]]
@@ -61,7 +61,8 @@ def main(args: argparse.Namespace) -> int:
         diffs = ", ".join(_difference(name, row) for name, row in check["outputs"].items())
         verdict = ("matches" if check["passed"] else "differs") + ("" if check["required"] else " (reported only)")
         print(f"  {file:<17} {runtime:<17} {verdict}: {diffs}")
-    print(f"  how to run it: {out / POLICY_FILE}; the check: {out / PARITY_FILE}")
+    runner = f"python {out / RUNNER_FILE} (no torch); " if (out / RUNNER_FILE).is_file() else ""
+    print(f"  how to run it: {runner}{out / POLICY_FILE}; the check: {out / PARITY_FILE}")
     return 0
 
 

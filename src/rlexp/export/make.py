@@ -15,6 +15,7 @@ from rlexp.rundir.contract import EXPORT_DIR
 
 POLICY_FILE = "policy.json"
 PARITY_FILE = "parity.json"
+RUNNER_FILE = "run_policy.py"  # (this package's own copy is the one written)
 
 
 class ParityFailed(ConfigError):
@@ -97,6 +98,8 @@ def export_agent(
             "checks": checks,
             "versions": package_versions(EXPORT_PACKAGES),
         }
+        if "onnx" in formats:  # what runs the ONNX file without torch, next to it
+            (staging / RUNNER_FILE).write_text((Path(__file__).parent / RUNNER_FILE).read_text())
         policy = policy_record(agent, graph, files, opset, command)
         (staging / POLICY_FILE).write_text(json.dumps(policy, indent=2) + "\n")
         (staging / PARITY_FILE).write_text(json.dumps(parity, indent=2) + "\n")
