@@ -4,8 +4,13 @@ with logger.verbose=2 (the CSV log keeps every scalar either way)."""
 from __future__ import annotations
 
 import csv
+import os
 import re
+import struct
+import subprocess
+import sys
 
+import pytest
 from conftest import rlexp_cli
 
 RUN = ["n_timesteps=2048", "callbacks.eval.n_evaluations=2", "callbacks.eval.n_episodes=2", "logger=csv"]
@@ -56,3 +61,27 @@ def test_a_resumed_run_counts_its_steps_from_its_start(capsys):
     progress.num_timesteps = 640
     progress._on_step()
     assert capsys.readouterr().out.startswith("rlexp: step 640/1,000 (64%) |")
+
+
+def test_a_terminal_of_no_columns_gets_lines_not_an_invisible_bar(tmp_path):
+    # a pseudo-terminal that reports 0 columns (some CI runners, `script`): tqdm would draw a bar of width 0
+    fcntl, pty, termios = (pytest.importorskip(m) for m in ("fcntl", "pty", "termios"))
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "HYDRA_FULL_ERROR")}
+    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *RUN], cwd=tmp_path, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    out = b""
+    while chunk := _read(master):
+        out += chunk
+    assert proc.wait(timeout=300) == 0, out.decode(errors="replace")[-2000:]
+    lines = out.decode(errors="replace").splitlines()
+    assert sum(line.startswith("rlexp: step ") for line in lines) == 2
+
+
+def _read(fd: int) -> bytes:
+    """What the pseudo-terminal has; b"" once the process closed it."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # (EIO: the other end is closed)
+        return b""

@@ -13,6 +13,14 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 
 
+def _a_terminal_to_draw_on() -> bool:
+    """stdout is a terminal wide enough for a bar (a pseudo-terminal may say 0 columns: tqdm would draw
+    nothing at all, and a run would be silent)."""
+    import shutil
+
+    return sys.stdout.isatty() and shutil.get_terminal_size(fallback=(0, 0)).columns >= 40
+
+
 class Progress(BaseCallback):
     """``target``: the step count learn() stops at (a continued agent's steps count from its own);
     ``evaluations``: the run's EvalCallback, whose results (it records them: log_path is set) are shown;
@@ -24,7 +32,7 @@ class Progress(BaseCallback):
     ) -> None:
         super().__init__()
         self.target, self.evaluations, self.origin = target, evaluations, origin
-        self.terminal = sys.stdout.isatty() if terminal is None else terminal
+        self.terminal = _a_terminal_to_draw_on() if terminal is None else terminal
         self.bar: Any = None
         self.seen = 0
 
