@@ -312,6 +312,39 @@ def test_groups_are_the_config_minus_seed_and_env_specific_values(tmp_path):
     assert any("several envs and no --target" in note for note in report["notes"])
 
 
+def test_runs_tried_out_by_hand_get_short_group_names_and_curves_say_why_not(tmp_path, capsys):
+    """A day of tries on one env: two plain runs, one continued on a longer budget (with checkpoints, which
+    do not make a group), one with another learning rate. Named by every differing key, a group's name runs
+    past 80 characters: each names only where it departs from the usual run, and the usual one is the
+    algorithm. Their evaluations do not overlap: the report says so, not that there were none."""
+    usual = {"algo": {"learning_rate": 0.001}, "n_timesteps": 1000, "trained_agent": None}
+    usual["callbacks"] = {"checkpoint": {"freq": 0, "keep_last": None, "save_replay_buffer": False}}
+    continued = {**usual, "n_timesteps": 50000, "trained_agent": "outputs/ppo-cartpole/2026-12-06_08-15-46-127527"}
+    continued["callbacks"] = {"checkpoint": {"freq": 10000, "keep_last": 2, "save_replay_buffer": True}}
+    faster = {**usual, "algo": {"learning_rate": 0.01}}
+    for name, config, steps in (
+        ("plain_0", usual, [10, 20]),
+        ("plain_1", usual, [10, 20]),
+        ("continued", continued, [100, 200]),
+        ("faster", faster, [10, 20]),
+    ):
+        _synthetic_run(
+            tmp_path / "runs" / name, "A-v0", int(name[-1]) if name[-1].isdigit() else 2, config, 1.0, steps, [0.0, 1.0]
+        )
+    _report([str(tmp_path / "runs")], tmp_path)
+    printed = capsys.readouterr().out
+    report = json.loads((tmp_path / "runs" / "report" / "report.json").read_text())
+    assert sorted(report["groups_order"]) == sorted(
+        [
+            "ppo",
+            "algo.learning_rate=0.01",
+            "n_timesteps=50000 trained_agent=outputs/ppo-cartpole/2026-12-06_08-15-46-127527",
+        ]
+    )
+    assert report["uncurved"] == {"A-v0": "its runs evaluated over steps that do not overlap (10-20, 100-200)"}
+    assert "rlexp report: no sample_efficiency.png: A-v0: its runs evaluated over steps that do not overlap" in printed
+
+
 def test_odd_runs_are_left_out_and_disjoint_envs_do_not_aggregate(tmp_path, capsys):
     """A NaN final evaluation (a diverged run with diagnostics=none), groups on different envs with a
     target for each (nothing to aggregate over both), and a report dir rewritten whole."""

@@ -99,19 +99,11 @@ def main(args: argparse.Namespace) -> int:
         print(f"  {line}")
     for line in reference_lines(report):
         print(f"rlexp report: {line}")
-    from rlexp.reporting.compute import ALL_ENVS
 
-    uncurved = sorted({row["env"] for row in report["groups"]} - set(report["curves"]) - {ALL_ENVS})
-    if uncurved:
-        what = (
-            "no sample_efficiency.png"
-            if not report["curves"]
-            else "sample_efficiency.png leaves out " + ", ".join(uncurved)
-        )
-        print(
-            f"rlexp report: {what}: the runs of {', '.join(uncurved)} have no periodic evaluations on common "
-            "steps (callbacks.eval.freq=0, or budgets below one evaluation)"
-        )
+    uncurved = report.get("uncurved", {})
+    for env, why in uncurved.items():
+        what = "no sample_efficiency.png" if not report["curves"] else f"sample_efficiency.png leaves out {env}"
+        print(f"rlexp report: {what}: {env}: {why}")
     print(f"rlexp report: written to {out / 'report.md'}")
     return 0
 

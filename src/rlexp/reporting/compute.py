@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rlexp.errors import ConfigError
-from rlexp.reporting.metrics import Grid, Metric, on_grid
+from rlexp.reporting.metrics import Grid, Metric, on_grid, why_no_grid
 from rlexp.reporting.runs import Run, differing_keys
 from rlexp.stats import bootstrap, significance
 
@@ -437,6 +437,8 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
         "comparisons": _comparisons(c),
         "reference_verdicts": _reference_verdicts(c),
         "curves": _curves(c),
+        # envs without curves, and why
+        "uncurved": {env: why_no_grid([r for r in used if r.env == env]) for env in envs if grids.get(env) is None},
         "profiles": _profiles(c),
         "runs": [_run_row(r, differing) for r in runs],
     }

@@ -77,6 +77,16 @@ def common_grid(runs: list[Run]) -> Grid | None:
     return Grid(np.linspace(low, high, points), True)
 
 
+def why_no_grid(runs: list[Run]) -> str:
+    """Why one env's runs have no common grid (common_grid gave None), in words that fit the case."""
+    evaluated = [r for r in runs if r.eval_steps.size]
+    if not evaluated:
+        return "none of its runs has periodic evaluations (callbacks.eval.freq=0, or a budget below one evaluation)"
+    spans = sorted({(int(r.eval_steps[0]), int(r.eval_steps[-1])) for r in evaluated})
+    shown = ", ".join(f"{a:,}-{b:,}" for a, b in spans[:4]) + (", ..." if len(spans) > 4 else "")
+    return f"its runs evaluated over steps that do not overlap ({shown})"
+
+
 def on_grid(run: Run, grid: Grid) -> np.ndarray:
     return np.interp(grid.steps, run.eval_steps, run.eval_means)
 

@@ -8,6 +8,7 @@ the report lists it instead of dropping it silently."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -187,12 +188,17 @@ def _value(run: Run, flat: dict[str, Any], key: str) -> str:
     return str(inner) if inner else "-"
 
 
+LONG_NAME = 80  # characters of a group's name past which it names only where its runs depart from the usual
+
+
 def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
     """Names each used run's group. Given ``keys``: their values (``algo`` is the algorithm's config
     choice). By default, the composed config minus the seed and NOT_GROUPED: runs of one env whose
     configs differ anywhere else are different groups, named by the algorithm when algorithms differ
     and by the config keys that differ between runs of one env and algorithm. Values that only differ
-    between envs (tuned hyperparameters) do not split a group: the env is a task of its own."""
+    between envs (tuned hyperparameters) do not split a group: the env is a task of its own. Where such
+    names grow long, each names only the keys where its runs depart from the value most runs have (the
+    usual config's group is then named by the algorithm alone)."""
     used = [r for r in runs if r.left_out is None]
     flats = [r.flat for r in used]
     if keys is not None:
@@ -218,9 +224,23 @@ def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
         for key in set().union(*(f.keys() for f in bucket)):
             if _grouped(key) and len({repr(f.get(key, "-")) for f in bucket}) > 1:
                 differing.setdefault(algo, set()).add(key)
+    # a long name (runs tried out by hand differ in many keys): only the keys where a run departs from the
+    # value most of its algorithm's runs have; the name still tells the groups apart
+    usual: dict[str, dict[str, str]] = {}
+    for algo in differing:
+        runs_of = [f for run, f in zip(used, flats, strict=True) if run.algo == algo]
+        usual[algo] = {k: Counter(repr(f.get(k, "-")) for f in runs_of).most_common(1)[0][0] for k in differing[algo]}
+    full = [
+        " ".join(f"{k}={f.get(k, '-')}" for k in sorted(differing.get(r.algo, ())))
+        for r, f in zip(used, flats, strict=True)
+    ]
+    long = {run.algo for run, name in zip(used, full, strict=True) if len(name) > LONG_NAME}
     for run, flat in zip(used, flats, strict=True):
+        keys = sorted(differing.get(run.algo, ()))
+        if run.algo in long:
+            keys = [k for k in keys if repr(flat.get(k, "-")) != usual[run.algo][k]]
         parts = [f"algo={run.algo}"] if by_algo else []
-        parts += [f"{k}={flat.get(k, '-')}" for k in sorted(differing.get(run.algo, ()))]
+        parts += [f"{k}={flat.get(k, '-')}" for k in keys]
         run.group = " ".join(parts) or run.algo
 
 
