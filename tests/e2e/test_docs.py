@@ -38,6 +38,8 @@ FILE_MARK = re.compile(r"<!--\s*file\s+(?P<path>\S+)\s*-->")
 # the build's own marks (docs/hooks): the speed table, the layers picture, a file shown as it is
 OTHER_COMMENTS = ("<!-- speed table -->", "<!-- layers figure -->")
 INCLUDE = re.compile(r"<!-- include \S+ -->")
+# a text block that shows what a command prints: run in full under -m slow, and compared line by line
+OUTPUT = re.compile(r"^<!-- output of: (?P<command>.+?) -->\n```text\n(?P<shown>.*?)\n```$", re.M | re.S)
 VERBS = set(COMMAND_VERBS)  # (rlexp.commands: check, evaluate, ..., list)
 NO_TRAINING = {"--cfg", "-c", "--help", "-h", "--info", "-i", "--hydra-help", "--version", "--shell-completion"}
 GROUPS = {p.name for p in (ROOT / "conf").iterdir() if p.is_dir() and not p.name.startswith("_")}
@@ -110,7 +112,8 @@ def parse_docs() -> Parsed:
                     parsed.files.append(block)
                 i = end + 1
                 continue
-            if stripped.startswith("<!--") and stripped not in OTHER_COMMENTS and not INCLUDE.fullmatch(stripped):
+            known = INCLUDE.fullmatch(stripped) or stripped.startswith("<!-- output of: ")
+            if stripped.startswith("<!--") and stripped not in OTHER_COMMENTS and not known:
                 parsed.problems.append(
                     f"{page}:{i + 1}: unknown mark {stripped!r} (runnable, runnable slow, file PATH)"
                 )
@@ -486,3 +489,37 @@ def test_readmes_speed_table_is_the_benchmarks_page_s():
     readme = (ROOT / "README.md").read_text().split("\n## Speed\n", 1)[1].split("\n## ", 1)[0]
     page = (DOCS / "benchmarks.md").read_text().split("<!-- speed table -->", 1)[1]
     assert table(readme) == table(page) and len(table(page)) > 3
+
+
+def _shape(line: str) -> str:
+    """A console line without what changes from run to run: numbers, paths, the reference's verdict."""
+    line = re.sub(r"(?<![\w.])/[\w./-]+", "<path>", line)
+    line = re.sub(r"\d[\d,]*(\.\d+)?", "#", line)
+    return re.sub(r"\b(within|above|below)\b", "<verdict>", line)
+
+
+def _shown_outputs() -> list[tuple[str, str, str]]:
+    found = []
+    for page in sorted(DOCS.rglob("*.md")):
+        for match in OUTPUT.finditer(page.read_text()):
+            found.append((str(page.relative_to(DOCS)), match["command"], match["shown"]))
+    return found
+
+
+def test_each_shown_output_is_marked_with_its_command():
+    assert [page for page, _, _ in _shown_outputs()] == ["getting-started.md"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("page", "command", "shown"), _shown_outputs())
+def test_a_shown_output_is_what_the_command_prints(page, command, shown, tmp_path):
+    """Each line as shown, but for its numbers, paths and verdict; ``...`` stands for lines left out."""
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
+    args = shlex.split(command)
+    result = subprocess.run([exe, *args[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stderr[-2000:]
+    printed = [_shape(line) for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    expected = [_shape(line) for line in shown.splitlines()]
+    pattern = "\n".join(".*" if line == "..." else re.escape(line) for line in expected)
+    assert re.fullmatch(pattern.replace("\n.*\n", "\n(?:.*\n)*?"), "\n".join(printed)), (page, printed)
