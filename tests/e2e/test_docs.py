@@ -496,7 +496,7 @@ def _shape(line: str) -> str:
     line = re.sub(r"(?<![\w.])/[\w./-]+", "<path>", line)
     line = re.sub(r"\d[\d,]*(\.\d+)?", "#", line)
     # the verdict: within the reference, lower or higher than all its seeds (rlexp.references.verdict)
-    return re.sub(r"^(rlexp: final #: ).*? \(", r"\1<verdict> (", line)
+    return re.sub(r"^(rlexp: final -?#: ).*? \(", r"\1<verdict> (", line)
 
 
 def _shown_outputs() -> list[tuple[str, str, str]]:
