@@ -423,7 +423,14 @@ from gymnasium.envs.classic_control import CartPoleEnv as Env
 def test_ctrl_c_before_the_run_starts_is_one_line_and_leaves_no_dir(tmp_path):
     (tmp_path / "held_env.py").write_text(HELD_ENV)
     args = [*FAST, "env.id=held_env:Env", "~tuned", "hydra.run.dir=outputs/held/run"]
-    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    # (as from a shell: a test worker may ignore SIGINT, and a child would inherit that)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlexp", *args],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     with _ended(proc):
         _wait_for_file(tmp_path / "ready", proc)
         assert (tmp_path / "outputs" / "held" / "run").is_dir()  # (its lock is taken: the checks are running)

@@ -234,8 +234,11 @@ def test_killed_sweep_resumes_to_exactly_n_trials(tmp_path):
 
 # bad input -> (overrides, text of the one-line error)
 BAD_SEARCH = {
-    "unknown sampler": (["hydra/sweeper/sampler=annealing"], "Available options in 'hydra/sweeper/sampler'"),
-    "unknown pruner": (["hydra/sweeper/pruner=patient"], "Available options in 'hydra/sweeper/pruner'"),
+    "unknown sampler": (
+        ["hydra/sweeper/sampler=annealing"],
+        "hydra/sweeper/sampler=annealing: no such option; options: ",
+    ),
+    "unknown pruner": (["hydra/sweeper/pruner=patient"], "hydra/sweeper/pruner=patient: no such option; options: "),
     "param the algorithm lacks": (["algo.buffer_size=choice(100,1000)"], "algo.buffer_size: no such key"),
     "reversed interval": (["algo.gamma=interval(0.99,0.9)"], "interval(0.99, 0.9) is empty or reversed"),
     "empty range": (["algo.n_epochs=range(5,1)"], "algo.n_epochs: range(5,1) is empty"),

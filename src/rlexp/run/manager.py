@@ -20,14 +20,13 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlexp.build.backends import is_sbx, jax_device
 from rlexp.build.callbacks import RunCallbacks, build_callbacks
-from rlexp.build.envs import build_eval_env, closed_at_end, one_env, run_envs, spec_threshold
+from rlexp.build.envs import build_eval_env, closed_at_end, run_envs, spec_threshold
 from rlexp.build.logger import run_logger
 from rlexp.build.model import agent_for_run, normalization_for_run
 from rlexp.build.torch_settings import foreach_optimizers, unchecked_distributions
 from rlexp.config.overrides import as_override
 from rlexp.errors import Diverged
 from rlexp.figures.curves import BackgroundCurves
-from rlexp.monitor.baseline import random_baseline
 from rlexp.monitor.evaluation import final_evaluation
 from rlexp.monitor.health import judge_final
 from rlexp.monitor.solved import stop_threshold
@@ -36,7 +35,7 @@ from rlexp.run.failure import diverged, record_failure
 from rlexp.run.library_warnings import recorded_warnings
 from rlexp.run.record import ABSENT, RunRecord
 from rlexp.run.restore import restore_evaluation_state
-from rlexp.run.start import start_run
+from rlexp.run.start import before_training, start_run
 from rlexp.rundir import lock
 from rlexp.rundir.agents import save_agent
 from rlexp.rundir.contract import FINAL_EPISODES, LOGS_DIR, MONITOR_DIR, RESUME_DIR
@@ -129,7 +128,7 @@ def _train_and_evaluate(
         logs = run_dir / LOGS_DIR
         model.set_logger(run_logger(cfg.logger.formats, cfg.logger.verbose, logs, writers, resume and resume.step))
         if resume is None:
-            _before_training(cfg, record, model, stopper)
+            before_training(cfg, record, model, stopper)
         threshold = stop_threshold(cfg, lambda: spec_threshold(cfg.env.id))
         record.stop_reward_threshold = ABSENT if threshold is None or eval_env is None else threshold
         fresh = resume is None and cfg.trained_agent is None
@@ -165,24 +164,6 @@ def _train_and_evaluate(
         record.final_eval = final
         judge_final(record.diagnostics, cfg.diagnostics, model.ep_info_buffer, final, record.random_baseline)
         record.reference = run_verdict(cfg, final["mean"], int(model.num_timesteps)) or ABSENT
-
-
-def _before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, stopper: StopOnSignal) -> None:
-    """A new run's random baseline (what the agent must beat; a stop signal abandons it) and step budget."""
-    if cfg.random_baseline.episodes:
-        with closed_at_end(one_env(cfg.env, for_eval=True)) as env:  # type: ignore[arg-type]
-            stop = lambda: stopper.signum is not None  # noqa: E731
-            record.random_baseline = random_baseline(env, cfg.seed, cfg.random_baseline.episodes, stop)
-    record.set_budget(int(model.num_timesteps), cfg.n_timesteps, continues_agent=cfg.trained_agent is not None)
-    if cfg.trained_agent is not None:
-        log.info(
-            "continuing the agent of %s from its step %s: %s steps more, to step %s",
-            cfg.trained_agent,
-            f"{record.start_step:,}",
-            f"{cfg.n_timesteps:,}",
-            f"{record.budget:,}",
-        )
-    record.write()  # a run killed from here on can be resumed
 
 
 def _learn(

@@ -1,5 +1,6 @@
 """The start of a run: what it will train with said in a line each, torch's threads set, and its record
-opened: new, with config.yaml and command.txt, or the record of the run it continues in that dir."""
+opened: new, with config.yaml and command.txt, or the record of the run it continues in that dir; then,
+for a new run, what its agent must beat and its step budget."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from typing import Any
 
 import torch
 from omegaconf import DictConfig
+from stable_baselines3.common.base_class import BaseAlgorithm
 
+from rlexp.build.envs import closed_at_end, one_env
 from rlexp.cluster.cpus import cnn_on_envpool, job_threads
 from rlexp.config.tuned import tuned_note
+from rlexp.monitor.baseline import random_baseline
 from rlexp.monitor.evaluation import schedule_note
 from rlexp.run.record import RunRecord
 from rlexp.rundir.contract import write_config
+from rlexp.rundir.preemption import StopOnSignal
 from rlexp.rundir.resume import ResumePoint
 from rlexp.rundir.state import resumable_run
 from rlexp.vecenvs.choice import vec_env_note
@@ -46,3 +51,16 @@ def start_run(
         log.info("resuming the run in %s from step %d (%s)", run_dir, resume.step, resume.path.name)
     record.write()
     return record, resume
+
+
+def before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, stopper: StopOnSignal) -> None:
+    """A new run's random baseline (what the agent must beat; a stop signal abandons it) and step budget."""
+    if cfg.random_baseline.episodes:
+        with closed_at_end(one_env(cfg.env, for_eval=True)) as env:  # type: ignore[arg-type]
+            stop = lambda: stopper.signum is not None  # noqa: E731
+            record.random_baseline = random_baseline(env, cfg.seed, cfg.random_baseline.episodes, stop)
+    record.set_budget(int(model.num_timesteps), cfg.n_timesteps, continues_agent=cfg.trained_agent is not None)
+    if cfg.trained_agent is not None:
+        steps = f"from its step {record.start_step:,}: {cfg.n_timesteps:,} steps more, to step {record.budget:,}"
+        log.info("continuing the agent of %s %s", cfg.trained_agent, steps)
+    record.write()  # a run killed from here on can be resumed
