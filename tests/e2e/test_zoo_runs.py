@@ -204,6 +204,13 @@ def test_a_zoo_run_s_env_id_its_packages_and_the_family_s_evaluation(tmp_path: P
     kwargs = _zoo_folder(tmp_path, "Acrobot-v1", {"algo": "a2c", "env": "Acrobot-v1", "env_kwargs": None},
                          {"env_kwargs": {"render_mode": None}, "policy": "MlpPolicy"})  # fmt: skip
     assert zoo_config(find_zoo_run(kwargs)).env.kwargs == {"render_mode": None}
+    # a panda-gym run gets rlexp's SeededResets as its preset has it: an evaluation of it repeats itself
+    panda = _zoo_folder(
+        tmp_path, "PandaReach-v3", {"algo": "tqc", "env": "PandaReach-v3"}, {"policy": "MultiInputPolicy"}
+    )
+    assert zoo_config(find_zoo_run(panda)).env.wrappers == {
+        "seeded_resets": {"_target_": "rlexp.build.wrappers.SeededResets"}
+    }
 
 
 def test_yaml_aliases_and_a_zoo_run_still_writing_its_evaluations(tmp_path: Path) -> None:

@@ -46,6 +46,15 @@ def preset_index() -> dict[str, Preset]:
     return index
 
 
+def preset_wrappers(env_id: str) -> dict[str, Any]:
+    """The wrappers of the env preset ``env.id=<env_id>`` picks (none without a preset)."""
+    name = preset_for(env_id)
+    if name is None:
+        return {}
+    body = yaml.safe_load((files("rlexp.conf") / "env" / f"{name}.yaml").read_text()) or {}
+    return dict(body.get("wrappers") or {})
+
+
 def variants(env_id: str, kwargs: dict[str, Any]) -> list[str]:
     """The presets of ``env_id`` with other kwargs than ``kwargs`` (LunarLander-v3 with continuous engines):
     where an algorithm cannot act in an env, one of them may be the env it can act in."""

@@ -30,6 +30,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config.env_families import family_of
+from rlexp.config.env_routing import preset_wrappers
 from rlexp.errors import ConfigError, collapsed
 from rlexp.rundir import agents as rlexp_agents
 from rlexp.rundir.agents import FINAL, SavedAgent
@@ -207,6 +208,10 @@ def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> d
             config.setdefault(head, {})[rest] = yaml_value(value)
         else:
             config[head] = yaml_value(value)
+    # rlexp's own wrappers of the family's preset (SeededResets for panda-gym: evaluations that repeat)
+    own = {k: v for k, v in preset_wrappers(env_id).items() if str(v.get("_target_", "")).startswith("rlexp.")}
+    if own:
+        config["env"]["wrappers"] = {**config["env"].get("wrappers", {}), **own}
     # the env as the zoo's enjoy builds it: config.yml's env_kwargs, unless the command gave its own
     if args.get("env_kwargs") is not None:
         config["env"]["kwargs"] = dict(args["env_kwargs"])
