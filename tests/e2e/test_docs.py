@@ -497,6 +497,7 @@ def _shape(line: str) -> str:
     """A console line without what changes from run to run: numbers, paths, the reference's verdict."""
     line = re.sub(r"(?<![\w.])/[\w./-]+", "<path>", line)
     line = re.sub(r"\d[\d,]*(\.\d+)?", "#", line)
+    line = re.sub(r"(?<=\S) +", " ", line)  # (columns aligned to the numbers' widths)
     # the verdict: within the reference, lower or higher than all its seeds (rlexp.references.verdict)
     return re.sub(r"^(rlexp: final -?#: ).*? \(", r"\1<verdict> (", line)
 
@@ -513,21 +514,25 @@ def test_each_shown_output_is_marked_with_its_command():
     assert [page for page, _, _ in _shown_outputs()] == [
         "getting-started.md",
         "guides/diagnostics.md",
+        "guides/evaluate-and-report.md",
+        "guides/evaluate-and-report.md",
         "guides/train.md",
         "index.md",
     ]
 
 
 @functools.cache
-def _printed(command: str) -> tuple[str, ...]:
-    """What ``command`` prints (stdout and stderr), run once per test worker in a dir of its own."""
+def _printed(commands: str) -> tuple[str, ...]:
+    """What the last of ``commands`` (``a && b``: in turn, in one dir) prints on stdout and stderr, run once
+    per test worker in a dir of its own."""
     cwd = Path(tempfile.mkdtemp(prefix="rlexp-shown-"))
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
-    result = subprocess.run(
-        [exe, *shlex.split(command)[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
+    for command in commands.split(" && "):
+        result = subprocess.run(
+            [exe, *shlex.split(command)[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800
+        )
+        assert result.returncode == 0, (command, result.stderr[-2000:])
     return tuple(line for line in (result.stdout + result.stderr).splitlines() if line.strip())
 
 
