@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import os
 import re
 import shlex
@@ -98,6 +99,7 @@ def main() -> None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+@functools.cache
 def _hydra_flags() -> dict[str, argparse.Action]:
     """Hydra's own flags by option string (the rest of a command line are overrides, which never start
     with "-"), read from Hydra's parser so that a flag a Hydra release adds is known here too."""
