@@ -65,6 +65,7 @@ def _browse(html: Path, *how: str) -> subprocess.CompletedProcess:
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            "--disable-dev-shm-usage",  # (a container's small /dev/shm)
             "--host-resolver-rules=MAP * ~NOTFOUND",
             f"--window-size={WIDTH},{HEIGHT}",
             "--virtual-time-budget=5000",
