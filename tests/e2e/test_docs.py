@@ -498,6 +498,7 @@ def _shape(line: str) -> str:
     line = re.sub(r"(?<![\w.])/[\w./-]+", "<path>", line)
     line = re.sub(r"\d[\d,]*(\.\d+)?", "#", line)
     line = re.sub(r"(?<=\S) +", " ", line)  # (columns aligned to the numbers' widths)
+    line = re.sub(r"\b(matches|differs)\b", "<parity>", line)  # (an int8 file's agreement, reported only)
     # the verdict: within the reference, lower or higher than all its seeds (rlexp.references.verdict)
     return re.sub(r"^(rlexp: final -?#: ).*? \(", r"\1<verdict> (", line)
 
@@ -516,6 +517,7 @@ def test_each_shown_output_is_marked_with_its_command():
         "guides/diagnostics.md",
         "guides/evaluate-and-report.md",
         "guides/evaluate-and-report.md",
+        "guides/export.md",
         "guides/train.md",
         "index.md",
     ]
