@@ -515,6 +515,7 @@ def test_each_shown_output_is_marked_with_its_command():
     assert [page for page, _, _ in _shown_outputs()] == [
         "getting-started.md",
         "guides/diagnostics.md",
+        "guides/custom-env-and-algo.md",
         "guides/evaluate-and-report.md",
         "guides/evaluate-and-report.md",
         "guides/export.md",
@@ -524,10 +525,14 @@ def test_each_shown_output_is_marked_with_its_command():
 
 
 @functools.cache
-def _printed(commands: str) -> tuple[str, ...]:
+def _printed(commands: str, page: str) -> tuple[str, ...]:
     """What the last of ``commands`` (``a && b``: in turn, in one dir) prints on stdout and stderr, run once
-    per test worker in a dir of its own."""
+    per test worker in a dir of its own, which holds the page's files (``<!-- file PATH -->``)."""
     cwd = Path(tempfile.mkdtemp(prefix="rlexp-shown-"))
+    for file_block in PARSED.files:
+        if file_block.page == page:
+            (cwd / file_block.file).parent.mkdir(parents=True, exist_ok=True)
+            (cwd / file_block.file).write_text(file_block.code)
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
     for command in commands.split(" && "):
@@ -556,5 +561,5 @@ def _fits(shown: list[str], printed: list[str]) -> bool:
 @pytest.mark.parametrize(("page", "command", "shown"), _shown_outputs())
 def test_a_shown_output_is_what_the_command_prints(page, command, shown):
     """Each line as shown, but for its numbers, paths and verdict; ``...`` stands for lines left out."""
-    printed = _printed(command)
+    printed = _printed(command, page)
     assert _fits([_shape(line) for line in shown.splitlines()], [_shape(line) for line in printed]), (page, printed)
