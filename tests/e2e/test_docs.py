@@ -514,8 +514,8 @@ def _shown_outputs() -> list[tuple[str, str, str]]:
 def test_each_shown_output_is_marked_with_its_command():
     assert [page for page, _, _ in _shown_outputs()] == [
         "getting-started.md",
-        "guides/diagnostics.md",
         "guides/custom-env-and-algo.md",
+        "guides/diagnostics.md",
         "guides/evaluate-and-report.md",
         "guides/evaluate-and-report.md",
         "guides/export.md",
