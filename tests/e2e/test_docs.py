@@ -336,6 +336,12 @@ def _report(cwd: Path, ran: list[Ran]) -> None:
     report = (cwd / "multirun" / "ppo_vs_a2c" / "report" / "report.md").read_text()
     assert "| algo=ppo | 5 |" in report
     assert "normalized IQM" in report  # the second command's --target
+    # the tables the guide shows are report.md's, but for their numbers
+    page = (
+        (DOCS / "guides" / "evaluate-and-report.md").read_text().split("`report.md` shows", 1)[1].split("Read:", 1)[0]
+    )
+    made = {_shape(line) for line in report.splitlines()}
+    assert [line for line in page.splitlines() if line.startswith("|") and _shape(line) not in made] == []
 
 
 def _trackers(cwd: Path, ran: list[Ran]) -> None:
@@ -518,8 +524,10 @@ def test_each_shown_output_is_marked_with_its_command():
         "guides/diagnostics.md",
         "guides/evaluate-and-report.md",
         "guides/evaluate-and-report.md",
+        "guides/evaluate-and-report.md",
         "guides/export.md",
         "guides/train.md",
+        "guides/tune.md",
         "index.md",
     ]
 
