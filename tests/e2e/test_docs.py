@@ -502,11 +502,11 @@ def test_readmes_speed_table_is_the_benchmarks_page_s():
 def _shape(line: str) -> str:
     """A console line without what changes from run to run: numbers, paths, the reference's verdict."""
     line = re.sub(r"(?<![\w.])/[\w./-]+", "<path>", line)
-    line = re.sub(r"\d[\d,]*(\.\d+)?", "#", line)
+    line = re.sub(r"-?\d[\d,]*(\.\d+)?", "#", line)
     line = re.sub(r"(?<=\S) +", " ", line)  # (columns aligned to the numbers' widths)
     line = re.sub(r"\b(matches|differs)\b", "<parity>", line)  # (an int8 file's agreement, reported only)
     # the verdict: within the reference, lower or higher than all its seeds (rlexp.references.verdict)
-    return re.sub(r"^(rlexp: final -?#: ).*? \(", r"\1<verdict> (", line)
+    return re.sub(r"^(rlexp: final #: ).*? \(", r"\1<verdict> (", line)
 
 
 def _shown_outputs() -> list[tuple[str, str, str]]:
@@ -544,11 +544,17 @@ def _printed(commands: str, page: str) -> tuple[str, ...]:
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
     for command in commands.split(" && "):
-        result = subprocess.run(
-            [exe, *shlex.split(command)[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800
+        result = subprocess.run(  # (stderr into stdout: the lines in the order a terminal shows them)
+            [exe, *shlex.split(command)[1:]],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=1800,
         )
-        assert result.returncode == 0, (command, result.stderr[-2000:])
-    return tuple(line for line in (result.stdout + result.stderr).splitlines() if line.strip())
+        assert result.returncode == 0, (command, result.stdout[-2000:])
+    return tuple(line for line in result.stdout.splitlines() if line.strip())
 
 
 def _fits(shown: list[str], printed: list[str]) -> bool:
