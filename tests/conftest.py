@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -189,3 +190,20 @@ def small_tmpfs(tmp_path):
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def console_shape(line: str) -> str:
+    """A console line without what changes from run to run: numbers, paths, the reference's verdict."""
+    line = re.sub(r"(?<![\w.])/[\w./-]+", "<path>", line)
+    line = re.sub(r"-?\d[\d,]*(\.\d+)?", "#", line)
+    line = re.sub(r"(?<=\S) +", " ", line)  # (columns aligned to the numbers' widths)
+    line = re.sub(r"\b(matches|differs)\b", "<parity>", line)  # (an int8 file's agreement, reported only)
+    # the verdict: within the reference, lower or higher than all its seeds (rlexp.references.verdict)
+    return re.sub(r"^(rlexp: final #: ).*? \(", r"\1<verdict> (", line)
+
+
+def docs_line(page: str, start: str) -> str:
+    """The line of docs/<page> that starts with ``start`` (a console line a guide shows)."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text()
+    (line,) = [line for line in text.splitlines() if line.startswith(start)]
+    return line

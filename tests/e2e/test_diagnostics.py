@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import FAST, rlexp_cli, train
+from conftest import FAST, console_shape, docs_line, rlexp_cli, train
 from PIL import Image
 
 # the test envs, a module written next to each run (imported as diag_envs:<Class>)
@@ -79,6 +79,7 @@ def test_a_reward_that_ignores_the_actions_is_no_better_than_random(tmp_path):
     assert summary["random_baseline"]["mean"] == summary["final_eval"]["mean"] == 10.0
     (found,) = summary["diagnostics"]
     assert found.startswith("final eval 10.00 is no better than the random policy (10.00, 95% CI [10.00, 10.00])")
+    assert docs_line("guides/diagnostics.md", "rlexp: warning: final eval 10.00") == f"rlexp: warning: {found}"
     lines = result.stdout.strip().splitlines()
     assert lines[-2] == f"rlexp: warning: {found}" and lines[-1].endswith(", random policy 10.00")
 
@@ -113,6 +114,8 @@ def test_a_nan_observation_stops_the_run_at_once_and_keeps_its_checkpoints(tmp_p
         f"newest checkpoint is {newest}"
     )
     assert result.stderr.strip().splitlines()[-1] == f"rlexp: error: {expected}"
+    shown = docs_line("guides/diagnostics.md", "rlexp: error: training in")  # the guide's, but for paths and numbers
+    assert console_shape(shown) == console_shape(f"rlexp: error: {expected}")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert (summary["status"], summary["error"]) == ("failed", f"Diverged: {expected}")
     assert not (tmp_path / "run" / "model.zip").exists()  # nothing saved after the NaN

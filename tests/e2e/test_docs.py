@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from conftest import FAST
+from conftest import FAST, console_shape
 
 from rlexp.commands import VERBS as COMMAND_VERBS
 
@@ -340,8 +340,8 @@ def _report(cwd: Path, ran: list[Ran]) -> None:
     page = (
         (DOCS / "guides" / "evaluate-and-report.md").read_text().split("`report.md` shows", 1)[1].split("Read:", 1)[0]
     )
-    made = {_shape(line) for line in report.splitlines()}
-    assert [line for line in page.splitlines() if line.startswith("|") and _shape(line) not in made] == []
+    made = {console_shape(line) for line in report.splitlines()}
+    assert [line for line in page.splitlines() if line.startswith("|") and console_shape(line) not in made] == []
 
 
 def _trackers(cwd: Path, ran: list[Ran]) -> None:
@@ -499,16 +499,6 @@ def test_readmes_speed_table_is_the_benchmarks_page_s():
     assert table(readme) == table(page) and len(table(page)) > 3
 
 
-def _shape(line: str) -> str:
-    """A console line without what changes from run to run: numbers, paths, the reference's verdict."""
-    line = re.sub(r"(?<![\w.])/[\w./-]+", "<path>", line)
-    line = re.sub(r"-?\d[\d,]*(\.\d+)?", "#", line)
-    line = re.sub(r"(?<=\S) +", " ", line)  # (columns aligned to the numbers' widths)
-    line = re.sub(r"\b(matches|differs)\b", "<parity>", line)  # (an int8 file's agreement, reported only)
-    # the verdict: within the reference, lower or higher than all its seeds (rlexp.references.verdict)
-    return re.sub(r"^(rlexp: final #: ).*? \(", r"\1<verdict> (", line)
-
-
 def _shown_outputs() -> list[tuple[str, str, str]]:
     found = []
     for page in sorted(DOCS.rglob("*.md")):
@@ -576,4 +566,7 @@ def _fits(shown: list[str], printed: list[str]) -> bool:
 def test_a_shown_output_is_what_the_command_prints(page, command, shown):
     """Each line as shown, but for its numbers, paths and verdict; ``...`` stands for lines left out."""
     printed = _printed(command, page)
-    assert _fits([_shape(line) for line in shown.splitlines()], [_shape(line) for line in printed]), (page, printed)
+    assert _fits([console_shape(line) for line in shown.splitlines()], [console_shape(line) for line in printed]), (
+        page,
+        printed,
+    )
