@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FAST, rlexp_cli
+from conftest import FAST, console_shape, docs_line, rlexp_cli
 
 
 def _start(tmp_path, args: list[str], stderr: int = subprocess.DEVNULL) -> subprocess.Popen:
@@ -104,6 +104,10 @@ def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, e
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"rlexp: stopped by {signal.Signals(signum).name} at step "), last
     assert "hydra.run.dir=" in last  # how to finish the run
+    if signum == signal.SIGTERM:  # the guide's line, but for paths, numbers and the run's own overrides
+        shown = docs_line("guides/continue-and-resume.md", "rlexp: stopped by SIGTERM")
+        head = "; to finish the run: rlexp "
+        assert console_shape(shown.split(head)[0]) == console_shape(last.split(head)[0]) and head in last
 
     stopped = json.loads((run / "summary.json").read_text())
     assert stopped["status"] == "interrupted"
