@@ -129,8 +129,16 @@ def _split_flags(args: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _refuse_two_modes(flags: list[str]) -> None:
-    """Hydra raises a ValueError (a traceback) for two of its exclusive modes; one line instead."""
+    """Hydra raises a ValueError (a traceback) for two of its exclusive modes, and prints its usage for a flag
+    without its value; one line instead."""
     known = _hydra_flags()
+    for i, flag in enumerate(flags):
+        action = known.get(flag.split("=", 1)[0]) if flag.startswith("-") else None
+        bare = action is not None and action.nargs is None and "=" not in flag
+        if bare and (i + 1 == len(flags) or flags[i + 1].startswith("-")):
+            choices = f" ({', '.join(action.choices)})" if action.choices else ""
+            print(f"rlexp: error: {flag} takes a value{choices}", file=sys.stderr)
+            sys.exit(1)
     modes = {"run", "multirun", "cfg", "info", "shell_completion"}
     given = {known[flag.split("=", 1)[0]].dest: flag for flag in flags if flag.startswith("-")}
     given = {dest: flag for dest, flag in given.items() if dest in modes}
@@ -151,9 +159,12 @@ def _refuse_foreign_flags(args: list[str]) -> None:
         unknown = next((a for a in overrides if a.startswith("-")), None)
         if unknown is None:
             return
+        from rlexp.config.validation import did_you_mean
+
+        meant = did_you_mean(unknown.split("=", 1)[0], sorted(_hydra_flags()))
         line = (
-            f"rlexp: error: unrecognized argument {unknown}: rlexp takes key=value overrides and Hydra's flags "
-            "(rlexp --help)"
+            f"rlexp: error: unrecognized argument {unknown}{meant}: rlexp takes key=value overrides and Hydra's "
+            "flags (rlexp --help)"
         )
     print(line, file=sys.stderr)
     sys.exit(1)

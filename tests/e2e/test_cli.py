@@ -64,6 +64,18 @@ def test_a_multirun_flag_at_the_end_and_a_verb_flag_between_runs(tmp_path):
     assert (tmp_path / "both.png").is_file()
 
 
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["env.id=Acrobot-v1", "-c"], "rlexp: error: -c takes a value (job, hydra, all)"),
+        (["algo=ppo", "--mulitrun"], "rlexp: error: unrecognized argument --mulitrun (did you mean --multirun?): "),
+    ],
+)
+def test_a_flag_without_its_value_or_misspelt_is_one_line(args, line, tmp_path):
+    result = rlexp_cli(args, cwd=tmp_path)
+    assert result.returncode == 1 and len(stderr_lines(result)) == 1 and stderr_lines(result)[0].startswith(line)
+
+
 def test_two_modes_of_hydra_are_one_line(tmp_path):
     result = rlexp_cli(["-m", "algo=ppo", "--cfg", "job"], cwd=tmp_path)
     assert result.returncode == 1 and stderr_lines(result) == [
