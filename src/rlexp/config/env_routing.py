@@ -27,14 +27,19 @@ class Preset:
 
 
 @functools.cache
+def _presets() -> dict[str, dict[str, Any]]:
+    """The shipped env presets' YAML, by name (read once)."""
+    found = sorted((files("rlexp.conf") / "env").iterdir(), key=lambda p: p.name)
+    return {
+        p.name.removesuffix(".yaml"): yaml.safe_load(p.read_text()) or {} for p in found if p.name.endswith(".yaml")
+    }
+
+
+@functools.cache
 def preset_index() -> dict[str, Preset]:
     """Every id a shipped env preset answers to."""
     index: dict[str, Preset] = {}
-    for path in sorted((files("rlexp.conf") / "env").iterdir(), key=lambda p: p.name):
-        if not path.name.endswith(".yaml"):
-            continue
-        name = path.name.removesuffix(".yaml")
-        body = yaml.safe_load(path.read_text()) or {}
+    for name, body in _presets().items():
         env_id = body.get("id")
         if not isinstance(env_id, str) or name in FAMILY_PRESETS.values():
             continue
@@ -49,21 +54,15 @@ def preset_index() -> dict[str, Preset]:
 def preset_wrappers(env_id: str) -> dict[str, Any]:
     """The wrappers of the env preset ``env.id=<env_id>`` picks (none without a preset)."""
     name = preset_for(env_id)
-    if name is None:
-        return {}
-    body = yaml.safe_load((files("rlexp.conf") / "env" / f"{name}.yaml").read_text()) or {}
-    return dict(body.get("wrappers") or {})
+    return dict(_presets().get(name, {}).get("wrappers") or {}) if name else {}
 
 
 def variants(env_id: str, kwargs: dict[str, Any]) -> list[str]:
     """The presets of ``env_id`` with other kwargs than ``kwargs`` (LunarLander-v3 with continuous engines):
     where an algorithm cannot act in an env, one of them may be the env it can act in."""
-    found = []
-    for path in sorted((files("rlexp.conf") / "env").iterdir(), key=lambda p: p.name):
-        body = yaml.safe_load(path.read_text()) or {} if path.name.endswith(".yaml") else {}
-        if body.get("id") == env_id and (body.get("kwargs") or {}) != kwargs:
-            found.append(path.name.removesuffix(".yaml"))
-    return found
+    return [
+        name for name, body in _presets().items() if body.get("id") == env_id and (body.get("kwargs") or {}) != kwargs
+    ]
 
 
 def _value(override: str) -> str:
