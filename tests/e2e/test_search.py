@@ -291,28 +291,34 @@ def test_a_damaged_sqlite_study_is_refused_before_anything_is_written(damage, tm
     assert not list((tmp_path / "sweep").glob("trial_*"))
 
 
-def test_two_sweepers_share_one_postgresql_study(tmp_path, postgres_url):
-    """Two sweeper processes on one study finish max_total_trials trials between them, none twice."""
-    shared = [
-        *SMALL,
-        f"hydra.sweeper.storage={postgres_url}",
-        "hydra.sweeper.study_name=shared",
-        "hydra.sweeper.n_trials=5",
-        "hydra.sweeper.max_total_trials=5",
-    ]
+def test_two_sweepers_share_one_postgresql_study(tmp_path, postgres):
+    """Two sweeper processes on one study finish max_total_trials trials between them, none twice; one
+    has the password in its storage URL, the other in PGPASSWORD: neither prints or writes it."""
+    shared = [*SMALL, "hydra.sweeper.study_name=shared", "hydra.sweeper.n_trials=5", "hydra.sweeper.max_total_trials=5"]
+    without = postgres.url.replace(f":{postgres.password}@", "@")
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "rlexp", *shared, f"hydra.sweep.dir=worker{i}"],
+            [sys.executable, "-m", "rlexp", *shared, f"hydra.sweeper.storage={url}", f"hydra.sweep.dir=worker{i}"],
             cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env={**os.environ, **env},
         )
-        for i in range(2)
+        for i, (url, env) in enumerate([(postgres.url, {}), (without, {"PGPASSWORD": postgres.password})])
     ]
+    said = []
     for worker in workers:
-        _, err = worker.communicate(timeout=600)
+        out, err = worker.communicate(timeout=600)
         assert worker.returncode == 0, err[-3000:]
+        said.append(out + err)
+    assert "holds a password: rlexp prints and writes it as ***" in said[0]
+    assert "holds a password" not in said[1] and f"in {without}: 0 of 5 trials finished" in said[1]
+    assert all(postgres.password not in text for text in said), said
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and postgres.password.encode() in p.read_bytes()]
+    assert not written
+    assert len(list(tmp_path.glob("worker*/trial_*/.hydra/hydra.yaml"))) == 5  # (what Hydra writes was read)
+    postgres_url = postgres.url
     study = optuna.load_study(study_name="shared", storage=postgres_url)
     counted = [t for t in study.trials if not t.user_attrs.get("rlexp_over_cap")]
     assert len(counted) == 5

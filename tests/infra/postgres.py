@@ -4,6 +4,7 @@ as root: for the tests' shared studies (tests/conftest.py) and the search benchm
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import socket
 import subprocess
@@ -29,7 +30,8 @@ class Postgres:
         self.root = Path(tempfile.mkdtemp(prefix="rlexp-pg-"))
         shutil.chown(self.root, "postgres", "postgres")
         self.data = self.root / "data"
-        self.url = f"postgresql://optuna:optuna@127.0.0.1:{self.port}/optuna"
+        self.password = f"pw-{secrets.token_hex(6)}"  # (one no file or line may hold: tests grep for it)
+        self.url = f"postgresql://optuna:{self.password}@127.0.0.1:{self.port}/optuna"
         self._as_postgres("initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust", "--auth-host=md5")
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write(
@@ -37,7 +39,7 @@ class Postgres:
                 "fsync=off\nsynchronous_commit=off\nfull_page_writes=off\nmax_connections=100\n"
             )
         self.start()
-        self.psql("CREATE ROLE optuna LOGIN PASSWORD 'optuna'")
+        self.psql(f"CREATE ROLE optuna LOGIN PASSWORD '{self.password}'")
         self.psql("CREATE DATABASE optuna OWNER optuna")
 
     def _as_postgres(self, program: str, *args: str) -> str:

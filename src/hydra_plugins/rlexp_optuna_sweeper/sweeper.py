@@ -27,7 +27,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
@@ -38,7 +38,7 @@ from rlexp.rundir.contract import INTERRUPTED, TRIAL_FILE, read_summary
 from rlexp.rundir.lock import abandoned, is_free
 from rlexp.search.results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
 from rlexp.search.space import parse_search_space
-from rlexp.search.storage import open_storage
+from rlexp.search.storage import has_password, open_storage, shown
 from rlexp.search.study import (
     ENV_STORAGE,
     ENV_STUDY,
@@ -107,6 +107,20 @@ class OptunaSweeper(Sweeper):
                 "come first on Hydra's search path, so this search runs rlexp's sweeper (%s)",
                 __name__,
             )
+        if self.storage_url and has_password(self.storage_url):
+            self._hide_password(config)
+
+    def _hide_password(self, config: DictConfig) -> None:
+        """The storage's password stays in this process: the trials' configs are composed from the
+        sweep's overrides, which Hydra writes into every trial's .hydra/, so they get the URL with
+        ``***``; the jobs get the real one from the environment (ENV_STORAGE)."""
+        with read_write(config.hydra), open_dict(config.hydra):
+            config.hydra.sweeper.storage = shown(self.storage_url)
+            config.hydra.overrides.hydra = [_shown_override(o) for o in config.hydra.overrides.hydra]
+        log.warning(
+            "hydra.sweeper.storage holds a password: rlexp prints and writes it as *** (the commands it "
+            "prints too); give it as PGPASSWORD or in ~/.pgpass instead (docs: guides/security.md)"
+        )
 
     # ------------------------------------------------------------------------------------ checks
     def _check(self) -> None:
@@ -145,7 +159,7 @@ class OptunaSweeper(Sweeper):
             direction = existing[self.study_name].direction.name.lower()
             if direction != self.direction:
                 raise ConfigError(
-                    f"hydra.sweeper.study_name={self.study_name} exists in {url} with direction={direction}, "
+                    f"hydra.sweeper.study_name={self.study_name} exists in {shown(url)} with direction={direction}, "
                     f"not {self.direction}"
                 )
         self.storage_url = url
@@ -165,7 +179,7 @@ class OptunaSweeper(Sweeper):
         recorded = study.user_attrs.get(SEARCH_ATTR)
         if recorded is None:  # a new study (or one an earlier release made): this search is its own
             study.set_user_attr(SEARCH_ATTR, search)
-            study.set_user_attr(SEARCH_COMMAND_ATTR, shlex.join(["rlexp", *sys.argv[1:]]))
+            study.set_user_attr(SEARCH_COMMAND_ATTR, shlex.join(["rlexp", *_argv_shown()]))
         elif recorded != search:
             command = study.user_attrs.get(SEARCH_COMMAND_ATTR, "the command that made it")
             raise ConfigError(self._another_search(url, search_changes(recorded, search), command))
@@ -173,7 +187,7 @@ class OptunaSweeper(Sweeper):
 
     def _another_search(self, url: str, changes: list[str], command: str) -> str:
         """Why a study made for another search is not continued, and a new one's command line."""
-        shown = "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
+        changed = "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
         free = next(
             self.sweep_dir.with_name(f"{self.sweep_dir.name}-{n}")
             for n in range(2, 10_000)
@@ -184,8 +198,8 @@ class OptunaSweeper(Sweeper):
             new.append(f"hydra.sweeper.study_name={self.study_name}-{free.name.rsplit('-', 1)[1]}")
         replaced = {line.split("=")[0] for line in new}
         return (
-            f"study {self.study_name} in {url} was made for another search ({shown}); a new search: "
-            f"{shlex.join(['rlexp', *[w for w in sys.argv[1:] if w.split('=')[0] not in replaced], *new])}; "
+            f"study {self.study_name} in {shown(url)} was made for another search ({changed}); a new search: "
+            f"{shlex.join(['rlexp', *[w for w in _argv_shown() if w.split('=')[0] not in replaced], *new])}; "
             f"this one: {command}"
         )
 
@@ -200,12 +214,15 @@ class OptunaSweeper(Sweeper):
         if not space:
             raise ConfigError("hydra.sweeper.params is empty: nothing to search (use hparams=search)")
         study = self._open_study(search_record(space, fixed))
+        os.environ[ENV_STORAGE] = self.storage_url  # (for the jobs, whichever launcher starts them)
         self._reseed_for_existing_trials(study)
         reclaimed = reclaim_interrupted_trials(study)
         if reclaimed:
             log.info("requeued %d trial(s) interrupted by an earlier run of this sweep", reclaimed)
         done = len(finished_trials(study))
-        log.info("study %s in %s: %d of %d trials finished", self.study_name, self.storage_url, done, self.n_trials)
+        log.info(
+            "study %s in %s: %d of %d trials finished", self.study_name, shown(self.storage_url), done, self.n_trials
+        )
         if done >= self.n_trials:  # (a sweep run again with the same study: it continues, here past its end)
             log.info("nothing to run: raise hydra.sweeper.n_trials above %d to run more trials in this study", done)
 
@@ -383,9 +400,11 @@ class OptunaSweeper(Sweeper):
         """The trial's run, connected to its live trial in the study (for reports and pruning).
 
         hparams=search declares the env_set keys, so they go as plain ``hydra.*`` overrides that the
-        launchers leave out of each trial's line; without it they must be added (``++``)."""
+        launchers leave out of each trial's line; without it they must be added (``++``). The storage's
+        URL, which may hold a password, is not among them: Hydra writes env_set into each trial's .hydra/
+        (the jobs find it in the environment that the sweeper sets, which every launcher passes on)."""
         declared = OmegaConf.select(self.config, "hydra.job.env_set", default=None) or {}
-        env = {ENV_STORAGE: f"'{self.storage_url}'", ENV_STUDY: f"'{self.study_name}'", ENV_TRIAL: trial._trial_id}
+        env = {ENV_STUDY: f"'{self.study_name}'", ENV_TRIAL: trial._trial_id}
         run = self._runs.get(trial.number, trial.number)
         return [
             *self._run_overrides(trial, fixed, self._trial_seed(run), str(trial_dir(Path(), run))),
@@ -448,6 +467,16 @@ class OptunaSweeper(Sweeper):
                 f"{len(failed)} of {len(done)} trials failed, above hydra.sweeper.max_failure_rate="
                 f"{self.max_failure_rate} ({reasons})"
             )
+
+
+def _shown_override(override: str) -> str:
+    key, _, value = override.partition("=")
+    return f"{key}={shown(value)}" if key.lstrip("+") == "hydra.sweeper.storage" else override
+
+
+def _argv_shown() -> list[str]:
+    """This command's arguments as rlexp prints and records them (the storage's password as ***)."""
+    return [_shown_override(word) for word in sys.argv[1:]]
 
 
 def _resumable_now(run_dir: Path) -> bool:

@@ -83,7 +83,7 @@ def retried(call: Callable[[], T], url: str) -> T:
         except Exception as err:
             if not unreachable(err) or time.monotonic() + delay > deadline:
                 raise
-            log.warning("storage %s unreachable (%s); retrying in %.1f s", _safe(url), _first_line(err), delay)
+            log.warning("storage %s unreachable (%s); retrying in %.1f s", shown(url), _first_line(err), delay)
             time.sleep(delay)
             delay = min(2 * delay, 8.0)
 
@@ -93,14 +93,25 @@ def _first_line(err: BaseException) -> str:
     return collapsed(str(getattr(cause, "orig", None) or cause))[:160]
 
 
-def _safe(url: str) -> str:
-    """The URL without its password, for logs."""
+def shown(url: str) -> str:
+    """The URL as rlexp prints and writes it anywhere: its password, if it holds one, as ``***``."""
     from sqlalchemy.engine import make_url
 
+    if "@" not in url:  # (no user, so no password: sqlite:///, journal:///)
+        return url
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:
         return url.split("@")[-1]
+
+
+def has_password(url: str) -> bool:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return "@" in url and make_url(url).password is not None
+    except Exception:
+        return "@" in url
 
 
 class RetryingRDBStorage(RDBStorage):
@@ -148,7 +159,7 @@ def open_storage(url: str, attempts: int = 4) -> BaseStorage:
                 continue
             waited = f" (retried for {retry_seconds():.0f} s)" if unreachable(err) else ""
             raise ConfigError(
-                f"hydra.sweeper.storage={_safe(url)}: cannot open the storage{waited} "
+                f"hydra.sweeper.storage={shown(url)}: cannot open the storage{waited} "
                 f"({type(err).__name__}: {_first_line(err)[:300]})"
             ) from None
     raise AssertionError("unreachable")  # pragma: no cover

@@ -11,10 +11,12 @@ from hydra.utils import instantiate
 from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
+from rlexp.errors import ConfigError
 from rlexp.search.space import described
 from rlexp.search.storage import open_storage
 
-# how a sweep hands its trial to a job (hydra.job.env_set: per-job values under hydra.sweeper are refused by Hydra 1.4)
+# how a sweep hands its trial to a job: the study and trial by hydra.job.env_set (per-job values under
+# hydra.sweeper are refused by Hydra 1.4), the storage by the sweeper's environment (its URL may hold a password)
 ENV_STORAGE, ENV_STUDY, ENV_TRIAL = "RLEXP_OPTUNA_STORAGE", "RLEXP_OPTUNA_STUDY", "RLEXP_OPTUNA_TRIAL_ID"
 OWNER_ATTR = "rlexp_owner"
 INTERRUPTED_ATTR = "rlexp_interrupted"
@@ -128,7 +130,11 @@ def job_trial() -> optuna.trial.Trial | None:
     trial_id = os.environ.get(ENV_TRIAL)
     if not trial_id:
         return None
-    study = optuna.load_study(
-        study_name=os.environ[ENV_STUDY], storage=open_storage(os.environ[ENV_STORAGE]), pruner=_sweep_pruner()
-    )
+    url = os.environ.get(ENV_STORAGE)
+    if not url:  # (e.g. an sbatch told not to pass the environment on: --export=NONE)
+        raise ConfigError(
+            f"{ENV_TRIAL} is set but {ENV_STORAGE} is not: this trial's job did not get its sweeper's "
+            "environment (an sbatch --export other than ALL?)"
+        )
+    study = optuna.load_study(study_name=os.environ[ENV_STUDY], storage=open_storage(url), pruner=_sweep_pruner())
     return optuna.trial.Trial(study, int(trial_id))
