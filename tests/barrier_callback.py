@@ -30,14 +30,17 @@ class Barrier(BaseCallback):
 
 
 class Gate(BaseCallback):
-    """Holds each run at its training start until a file ``open`` appears in ``dir`` (each waiting run
-    leaves a file named after its pid there): a test sees who is running, acts, then opens the gate."""
+    """Holds each run at its training start (or, with ``at_step``, once it has trained that many steps)
+    until a file ``open`` appears in ``dir`` (each waiting run leaves a file named after its pid there):
+    a test sees who is running, acts, then opens the gate."""
 
-    def __init__(self, dir: str, timeout: float = 600.0) -> None:
+    def __init__(self, dir: str, timeout: float = 600.0, at_step: int = 0) -> None:
         super().__init__()
-        self.dir, self.timeout = Path(dir), timeout
+        self.dir, self.timeout, self.at_step = Path(dir), timeout, at_step
+        self.passed = False
 
-    def _on_training_start(self) -> None:
+    def _wait(self) -> None:
+        self.passed = True
         self.dir.mkdir(exist_ok=True)
         (self.dir / str(os.getpid())).touch()
         deadline = time.monotonic() + self.timeout
@@ -46,5 +49,11 @@ class Gate(BaseCallback):
                 raise RuntimeError("the gate was never opened")
             time.sleep(0.05)
 
+    def _on_training_start(self) -> None:
+        if not self.at_step:
+            self._wait()
+
     def _on_step(self) -> bool:
+        if self.at_step and not self.passed and self.num_timesteps >= self.at_step:
+            self._wait()
         return True

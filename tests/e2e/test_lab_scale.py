@@ -1,11 +1,12 @@
 """One study, eight workers: the sweepers of a SLURM array (the pattern that scales, docs' "running at
 scale") sharing a PostgreSQL study on the project's own cluster (tests/infra/slurm.sh, its oversubscribed
-``scale`` partition), with a worker SIGKILLed and another requeued mid-trial."""
+``scale`` partition), with a worker SIGKILLed, another requeued and a third cancelled mid-trial."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -26,6 +27,8 @@ from rlexp.search.storage import MAX_CONNECTIONS
 pytestmark = [pytest.mark.xdist_group("slurm"), pytest.mark.usefixtures("slurm_cluster"), pytest.mark.slow]
 WORKERS, TRIALS = 8, 16
 TESTS = Path(__file__).parents[1]  # barrier_callback, cross_worker_pruner: for the workers' processes
+SCALE_MD = TESTS.parent / "docs" / "guides" / "scale.md"
+SBATCH = ["--partition=scale", "--cpus-per-task=1", "--requeue"]  # as the guide's command gives them
 
 
 def _squeue(*args: str) -> str:
@@ -38,8 +41,23 @@ def _connections(postgres) -> Counter:
     return Counter(name for name in rows.splitlines() if name.startswith("rlexp "))
 
 
-def test_eight_workers_share_one_study_through_a_kill_and_a_requeue(tmp_path, postgres):
-    gate = tmp_path / "gate"
+def _held_at(gate: Path, sweep: Path, not_jobs: set[str]) -> list[dict]:
+    """The summaries of the runs waiting at ``gate`` (their pids there), of SLURM jobs not in ``not_jobs``."""
+    pids = {p.name for p in gate.glob("*") if p.name.isdigit()}
+    summaries = [json.loads(p.read_text()) for p in sweep.glob("trial_*/summary.json")]
+    return [
+        s
+        for s in summaries
+        if str(s["pid"]) in pids and s["status"] == "running" and str(s["slurm_job_id"]) not in not_jobs
+    ]
+
+
+def test_eight_workers_share_one_study_through_a_kill_a_requeue_and_a_cancel(tmp_path, postgres):
+    (guide,) = re.findall(r"sbatch .*", SCALE_MD.read_text())
+    assert all(option in guide.split() for option in SBATCH), guide  # the test runs what the guide says
+    gate, midway = tmp_path / "gate", tmp_path / "midway"
+    # the password as the guide gives it: in PGPASSWORD, out of the command line
+    url = postgres.url.replace(f":{postgres.password}@", "@")
     search = [
         "-m",
         *SMALL_SEARCH,
@@ -48,25 +66,29 @@ def test_eight_workers_share_one_study_through_a_kill_and_a_requeue(tmp_path, po
         "curves=false",
         "hydra/sweeper/pruner=none",
         "hydra.sweeper.pruner._target_=cross_worker_pruner.BelowAnotherTrial",
-        f"hydra.sweeper.storage={postgres.url}",
+        f"hydra.sweeper.storage={url}",
         "hydra.sweeper.study_name=lab",
         f"hydra.sweeper.n_trials={TRIALS}",
         f"hydra.sweeper.max_total_trials={TRIALS}",
         "+callbacks.extra.gate._target_=barrier_callback.Gate",
         as_override("+callbacks.extra.gate.dir", str(gate)),
+        "+callbacks.extra.midway._target_=barrier_callback.Gate",
+        as_override("+callbacks.extra.midway.dir", str(midway)),
+        "+callbacks.extra.midway.at_step=1024",
         "hydra.sweep.dir=sweep",
     ]
     worker = shlex.join([sys.executable, "-m", "rlexp", *search])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
+        "PGPASSWORD": postgres.password,
+    }
     submitted = subprocess.run(
         [
             "sbatch",
             "--parsable",
             f"--array=0-{WORKERS - 1}",
-            "--partition=scale",
-            "--oversubscribe",
-            "--cpus-per-task=1",
-            "--requeue",
+            *SBATCH,
             f"--chdir={tmp_path}",
             "--output=worker_%a_%j.out",
             "--wrap",
@@ -114,6 +136,13 @@ def test_eight_workers_share_one_study_through_a_kill_and_a_requeue(tmp_path, po
         # SLURM holds a requeued job for about two minutes (its begin time): sooner, not at once
         subprocess.run(["scontrol", "update", f"JobId={preempted['slurm_job_id']}", "StartTime=now+5"], check=True)
         (gate / "open").touch()
+        # a third worker cancelled (SIGTERM, SLURM's KillWait, SIGKILL) while its trial is held mid-training
+        while not (held := _held_at(midway, tmp_path / "sweep", {killed["slurm_job_id"], preempted["slurm_job_id"]})):
+            assert time.time() < deadline, logs()
+            time.sleep(0.2)
+        cancelled = held[0]
+        subprocess.run(["scancel", cancelled["slurm_job_id"]], check=True)
+        (midway / "open").touch()
         deadline = time.time() + 900
         while _squeue("-j", array, "-o", "%A"):
             assert time.time() < deadline, logs()
@@ -141,7 +170,7 @@ def test_eight_workers_share_one_study_through_a_kill_and_a_requeue(tmp_path, po
     }
     assert len({r["seed"] for r in runs.values()}) == TRIALS  # no seed twice
     assert all(r["status"] in ("completed", "pruned") for r in runs.values())
-    for lost in (killed, preempted):  # each trial left RUNNING by a kill: FAIL, interrupted, its params again
+    for lost in (killed, preempted, cancelled):  # each lost trial: FAIL, interrupted, its params again
         (trial,) = [t for t in study.trials if t.user_attrs["rlexp_owner"].endswith(f"@slurm:{lost['slurm_job_id']}.0")]
         assert trial.state == TrialState.FAIL and trial.user_attrs.get("rlexp_interrupted"), trial
         (again,) = [t for t in counted if t.user_attrs.get("requeued_from") == trial.number]
@@ -149,6 +178,25 @@ def test_eight_workers_share_one_study_through_a_kill_and_a_requeue(tmp_path, po
         # it continues the lost trial's run: the same run dir and seed (from its checkpoint, if it saved one)
         assert again.user_attrs["rlexp_run_dir"] == trial.user_attrs["rlexp_run_dir"]
         assert again.user_attrs["rlexp_run_of"] == trial.number
+        assert runs[again.number]["seed"] == lost["seed"]
+    # the cancelled worker saved a checkpoint on SIGTERM and queued its trial again: it continued from there
+    (trial,) = [
+        t for t in study.trials if t.user_attrs["rlexp_owner"].endswith(f"@slurm:{cancelled['slurm_job_id']}.0")
+    ]
+    (again,) = [t for t in counted if t.user_attrs.get("requeued_from") == trial.number]
+    continued = runs[again.number]
+    assert continued["resumed"][0]["step"] >= 1024, continued  # steps not trained twice
+    assert continued["status"] == "pruned" or continued["steps_done"] == continued["target_steps"], continued
+    assert "the trial is queued again" in logs()
+    # no worker's closing line is stale: the last says the search is done, with the study's best
+    closing = [p.read_text().strip().splitlines()[-1] for p in tmp_path.glob("worker_*.out")]
+    done = [line for line in closing if " done: " in line]
+    assert done and all(f"done: {TRIALS} trials" in line for line in done), closing
+    best = study.best_trial
+    assert all(f"best {best.value:.6g} (trial {best.number})" in line for line in done), (closing, best.value)
+    # the storage's password: in no worker's output and no file of the sweep
+    assert postgres.password not in logs()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and postgres.password.encode() in p.read_bytes()]
     requeued_job = [t for t in counted if t.user_attrs["rlexp_owner"].endswith(f"@slurm:{preempted['slurm_job_id']}.1")]
     assert requeued_job, "the requeued job ran no trial after its restart"
     # pruning inside a worker decided on other workers' reports

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -150,9 +151,16 @@ def test_pruned_trials_stop_early_and_are_recorded_as_pruned(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     study = _study(tmp_path)
     assert [t.state for t in study.trials] == [TrialState.PRUNED, TrialState.PRUNED]
-    summary = json.loads((tmp_path / "sweep" / "trial_0000" / "summary.json").read_text())
+    run = tmp_path / "sweep" / "trial_0000"
+    summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "pruned"
     assert summary["steps_done"] < 1024
+    # as tune.md says: no final agent or evaluation, the agent of its best evaluation kept
+    assert not (run / "model.zip").exists() and "final_eval" not in summary and (run / "best" / "model.zip").is_file()
+    # and as scale.md says, a report leaves pruned runs out, naming them
+    report = rlexp_cli(["report", "sweep"], cwd=tmp_path)
+    (line,) = stderr_lines(report)
+    assert line.startswith("rlexp report: error: no run to report on: ") and line.count(": pruned") == 2, line
 
 
 def test_failing_trials_are_recorded_and_stop_the_sweep_past_the_failure_rate(tmp_path):
@@ -546,3 +554,68 @@ def test_a_stop_signal_as_a_trial_completes_records_it_and_ends_the_search(tmp_p
     assert [t.state for t in study.trials] == [TrialState.COMPLETE]  # told before the search stopped
     with open(tmp_path / "sweep" / "trials.csv") as f:
         assert [row["state"] for row in csv.DictReader(f)] == ["COMPLETE"]
+
+
+@pytest.mark.slow  # three trainings of 8k steps: in CI's slow run
+def test_a_stopped_search_hands_its_trial_over_and_every_hint_it_gives_runs(tmp_path):
+    """SIGTERM mid-trial: the trial is queued again at once; the stop line, the report's hint
+    (command.txt) and the same search command each run as printed, and the search continues the trial
+    from its checkpoint, in its run dir with its seed, its steps not repeated."""
+    search = [*SMALL, "n_timesteps=8192", "hydra/sweeper/pruner=none", "hydra.sweeper.n_trials=2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlexp", *search],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    run = tmp_path / "sweep" / "trial_0000"
+    monitor = run / "monitor" / "train" / "0.monitor.csv"
+    deadline = time.time() + 300
+    while not (monitor.is_file() and len(monitor.read_text().splitlines()) > 6):  # training, past its start
+        assert time.time() < deadline and proc.poll() is None, "trial 0 did not start training"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    stopped = json.loads((run / "summary.json").read_text())
+    assert stopped["status"] == "interrupted" and 0 < stopped["steps_done"] < 8192
+    assert err.strip().splitlines()[-1] == (
+        f"rlexp: stopped by SIGTERM at step {stopped['steps_done']}; checkpoint in {run / 'resume'}; the trial is "
+        "queued again: the search's next worker to ask for a trial, or this command run again, continues it "
+        "from this checkpoint (same seed and run dir)"
+    )
+    study = _study(tmp_path)
+    lost, queued = study.trials
+    assert lost.state == TrialState.FAIL and lost.user_attrs["rlexp_interrupted"]
+    assert queued.state == TrialState.WAITING and queued.user_attrs["requeued_from"] == 0
+
+    # the report names it and its hint (here, its only run, in its one line); command.txt finishes it
+    # alone, as printed (tried on this state, then the state put back for the search)
+    report = rlexp_cli(["report", "sweep"], cwd=tmp_path)
+    assert stderr_lines(report) == [
+        "rlexp report: error: no run to report on: sweep/trial_0000: interrupted (resumable: its command.txt "
+        "finishes it; a search's trial also continues when its search runs again)"
+    ]
+    shutil.copytree(tmp_path / "sweep", tmp_path / "before")
+    alone = rlexp_cli(shlex.split((run / "command.txt").read_text())[1:], cwd=tmp_path, timeout=600)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    finished = json.loads((run / "summary.json").read_text())
+    assert finished["status"] == "completed" and finished["resumed"][0]["step"] == stopped["steps_done"]
+    assert finished["seed"] == 0 and finished["steps_done"] == stopped["target_steps"]
+    shutil.rmtree(tmp_path / "sweep")
+    (tmp_path / "before").rename(tmp_path / "sweep")
+
+    again = rlexp_cli(search, cwd=tmp_path, timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    said = again.stdout + again.stderr
+    assert (
+        f"trial 1 continues the run of trial 0 (trial_0000) from its checkpoint at step {stopped['steps_done']}" in said
+    )
+    continued = json.loads((run / "summary.json").read_text())
+    assert continued["status"] == "completed" and continued["seed"] == 0
+    assert continued["resumed"][0]["step"] == stopped["steps_done"]  # from its checkpoint, no step repeated
+    assert continued["steps_done"] == stopped["target_steps"]
+    study = _study(tmp_path)
+    assert len(_finished(study)) == 2 and study.trials[1].user_attrs["rlexp_run_of"] == 0
+    assert not (tmp_path / "sweep" / "trial_0001").exists()  # trial 1 is trial 0's run, continued

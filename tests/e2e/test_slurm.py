@@ -220,9 +220,11 @@ def test_sigterm_stops_the_job_with_a_checkpoint_and_resubmitting_resumes(tmp_pa
 
 
 @pytest.mark.slow  # about a minute: in CI's slow run
-def test_a_killed_sweeper_job_loses_no_trial(tmp_path):
-    """A sweeper running as a SLURM job is cancelled mid-trial; the same search run again (here, off the
-    cluster) sees that the job is over, requeues its trial and ends with exactly n_trials."""
+def test_a_sweeper_job_cancelled_mid_trial_continues_it_when_submitted_again(tmp_path):
+    """A sweeper running as a SLURM job is cancelled (scancel: SIGTERM, then SIGKILL after KillWait) while
+    a trial trains: it saves a checkpoint and queues the trial again; the same sbatch submitted again
+    continues that trial from the checkpoint (same seed and run dir, no step trained twice) and ends with
+    exactly n_trials."""
     journal = tmp_path / "study.log"
     search = [
         "-m",
@@ -233,38 +235,56 @@ def test_a_killed_sweeper_job_loses_no_trial(tmp_path):
         f"hydra.sweeper.storage=journal:///{journal}",
         "hydra.sweep.dir=sweep",
     ]
-    submitted = subprocess.run(
-        [
-            "sbatch",
-            "--parsable",
-            "--cpus-per-task=1",
-            f"--chdir={tmp_path}",
-            "--output=sweeper.out",
-            "--wrap",
-            shlex.join([sys.executable, "-m", "rlexp", *search]),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    job_id = submitted.stdout.strip().split(";")[0]
-    second = tmp_path / "sweep" / "trial_0001" / "summary.json"
+
+    def submit(output: str) -> str:
+        worker = shlex.join([sys.executable, "-m", "rlexp", *search])
+        submitted = subprocess.run(
+            [
+                "sbatch",
+                "--parsable",
+                "--cpus-per-task=1",
+                f"--chdir={tmp_path}",
+                f"--output={output}",
+                "--wrap",
+                worker,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return submitted.stdout.strip().split(";")[0]
+
+    def over(job_id: str) -> None:
+        while _states([job_id]).get(job_id, "RUNNING") in ("RUNNING", "PENDING", "COMPLETING"):
+            time.sleep(0.2)
+
+    job_id = submit("sweeper.out")
+    run = tmp_path / "sweep" / "trial_0001"
+    monitor = run / "monitor" / "train" / "0.monitor.csv"
     deadline = time.time() + 300
-    while not (second.is_file() and json.loads(second.read_text())["status"] == "running"):
+    while not (monitor.is_file() and len(monitor.read_text().splitlines()) > 6):  # trial 1 trains, past its start
         assert time.time() < deadline, (tmp_path / "sweeper.out").read_text()[-2000:]
         time.sleep(0.1)
     subprocess.run(["scancel", job_id], check=True)
-    while _states([job_id]).get(job_id, "RUNNING") in ("RUNNING", "PENDING", "COMPLETING"):
-        time.sleep(0.2)
+    over(job_id)
+    stopped = json.loads((run / "summary.json").read_text())
+    assert stopped["status"] == "interrupted", (tmp_path / "sweeper.out").read_text()[-2000:]
+    assert "the trial is queued again" in (tmp_path / "sweeper.out").read_text()
 
-    result = rlexp_cli(search, cwd=tmp_path, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "requeued 1 trial(s)" in result.stdout + result.stderr
+    again = submit("again.out")
+    over(again)
+    said = (tmp_path / "again.out").read_text()
+    assert "rlexp: search ppo-cartpole done: 3 trials" in said, said[-3000:]
+    assert f"continues the run of trial 1 (trial_0001) from its checkpoint at step {stopped['steps_done']}" in said
     study = optuna.load_study(study_name="ppo-cartpole", storage=open_storage(f"journal:///{journal}"))
-    killed = study.trials[1]
-    assert killed.user_attrs.get("rlexp_interrupted") and killed.user_attrs["rlexp_owner"].endswith(
+    cancelled = study.trials[1]
+    assert cancelled.user_attrs.get("rlexp_interrupted") and cancelled.user_attrs["rlexp_owner"].endswith(
         f"@slurm:{job_id}.0"
     )
     counted = [t for t in study.trials if not t.user_attrs.get("rlexp_interrupted")]
     assert len(counted) == 3 and all(t.state == TrialState.COMPLETE for t in counted)
-    assert any(t.params == killed.params and t.user_attrs.get("requeued_from") == 1 for t in counted)
+    (continuing,) = [t for t in counted if t.user_attrs.get("requeued_from") == 1]
+    assert continuing.params == cancelled.params and continuing.user_attrs["rlexp_run_of"] == 1
+    finished = json.loads((run / "summary.json").read_text())
+    assert finished["seed"] == stopped["seed"] and finished["resumed"][0]["step"] == stopped["steps_done"]
+    assert finished["steps_done"] == stopped["target_steps"] and finished["slurm_job_id"] == again

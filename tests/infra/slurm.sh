@@ -105,7 +105,8 @@ SlurmctldLogFile=$ROOT/log/slurmctld.log
 SlurmdLogFile=$ROOT/log/slurmd.log
 MailProg=/bin/true
 InactiveLimit=0
-KillWait=10
+# SLURM's default grace time: a cancelled job's run saves its checkpoint after SIGTERM, before SIGKILL
+KillWait=30
 MinJobAge=300
 Waittime=0
 ${hw% UpTime=*} State=UNKNOWN

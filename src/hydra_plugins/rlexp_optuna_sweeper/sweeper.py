@@ -35,21 +35,24 @@ from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Diverged, Interrupted
 from rlexp.files.atomic import atomic_write_text
 from rlexp.rundir.contract import INTERRUPTED, TRIAL_FILE, read_summary
-from rlexp.rundir.lock import abandoned, is_free
-from rlexp.search.results import COMMAND_ATTR, RUN_DIR_ATTR, trial_command, trial_dir, write_results
+from rlexp.rundir.lock import abandoned, is_free, wait_until_free
+from rlexp.search.results import trial_command, trial_dir, write_results
 from rlexp.search.space import parse_search_space
 from rlexp.search.storage import has_password, open_storage, shown
 from rlexp.search.study import (
+    COMMAND_ATTR,
     ENV_STORAGE,
     ENV_STUDY,
     ENV_TRIAL,
     OVER_CAP_ATTR,
     OWNER_ATTR,
+    RUN_DIR_ATTR,
     RUN_NUMBER_ATTR,
     SEARCH_ATTR,
     SEARCH_COMMAND_ATTR,
     counted_trials,
     finished_trials,
+    hand_over,
     lost_trial,
     owner,
     reclaim_interrupted_trials,
@@ -60,6 +63,9 @@ from rlexp.search.study import (
 log = logging.getLogger(__name__)
 # Optuna flags e.g. multivariate TPE and its matplotlib plots as experimental, on every call
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+# how long a lost trial's run may take to let go of its dir (a cancelled job saving its checkpoint within
+# SLURM's KillWait) before the trial that runs its parameters again starts a run of its own
+HANDOVER_WAIT_S = 300.0
 
 
 class OptunaSweeper(Sweeper):
@@ -258,6 +264,8 @@ class OptunaSweeper(Sweeper):
                     ret = self._recorded_outcome(trial, err)
                     if ret.status == JobStatus.COMPLETED or isinstance(ret._return_value, optuna.TrialPruned):
                         self._tell(study, trial, ret)
+                    elif hand_over(study, study._storage.get_trial(trial._trial_id), err.step):
+                        log.info("trial %d queued again: it continues from its checkpoint", trial.number)
                 write_results(study, self.sweep_dir, self.config, plots=False)
                 raise
             self.job_idx += len(batch)
@@ -275,18 +283,25 @@ class OptunaSweeper(Sweeper):
         print(self._closing_line(study, results))
 
     def _closing_line(self, study: optuna.Study, results: dict[str, Any]) -> str:
-        """How the search ended, in one line: trials by state, the best value and where its params are."""
+        """How the search ended, in one line: trials by state, the best value and where its params are;
+        or, while other workers of a shared study still run trials, what this worker saw as it ended."""
         done = finished_trials(study)
         counts = {state: sum(t.state == state for t in done) for state in (TrialState.COMPLETE, TrialState.PRUNED)}
         failed = len(done) - sum(counts.values())
-        line = (
-            f"rlexp: search {self.study_name} done: {len(done)} trials ({counts[TrialState.COMPLETE]} completed, "
-            f"{counts[TrialState.PRUNED]} pruned, {failed} failed)"
-        )
+        tally = f"{counts[TrialState.COMPLETE]} completed, {counts[TrialState.PRUNED]} pruned, {failed} failed"
         best = results.get("best")
+        where = results.get("tuned_file") or str(self.sweep_dir / "optimization_results.yaml")
+        going = sum(t.state in (TrialState.RUNNING, TrialState.WAITING) for t in counted_trials(study))
+        if going:
+            so_far = f"best so far {best['value']:.6g} (trial {best['trial']})" if best else "none completed yet"
+            return (
+                f"rlexp: search {self.study_name}: this worker is done, {going} trial{'s' * (going > 1)} still "
+                f"running or queued in other workers; {len(done)} finished so far ({tally}); {so_far}; the last "
+                f"worker to end writes the final results (params: {where})"
+            )
+        line = f"rlexp: search {self.study_name} done: {len(done)} trials ({tally})"
         if best is None:
             return line + f"; no trial completed; see {self.sweep_dir / 'trials.csv'}"
-        where = results.get("tuned_file") or str(self.sweep_dir / "optimization_results.yaml")
         return line + f"; best {best['value']:.6g} (trial {best['trial']}); params: {where}"
 
     def _reseed_for_existing_trials(self, study: optuna.Study) -> None:
@@ -387,9 +402,21 @@ class OptunaSweeper(Sweeper):
             return trial.number
         number = int(lost.user_attrs.get(RUN_NUMBER_ATTR, lost.number))
         run_dir = trial_dir(self.sweep_dir, number)
-        if Path(lost.user_attrs.get(RUN_DIR_ATTR, "")) != run_dir or not _resumable_now(run_dir):
-            return trial.number  # a run of its own (the lost run is another worker's, completed, or still going)
+        if Path(lost.user_attrs.get(RUN_DIR_ATTR, "")) != run_dir:
+            return trial.number  # a run of its own: the lost run is in another worker's sweep dir
+        # (a cancelled job's run may still be saving its checkpoint: its SLURM job shows as over at once)
+        wait_until_free(run_dir, HANDOVER_WAIT_S)
+        if not _resumable_now(run_dir):
+            return trial.number  # a run of its own: the lost run completed, or is still going
         trial.set_user_attr(RUN_NUMBER_ATTR, number)
+        step = (read_summary(run_dir) or {}).get("steps_done")
+        log.info(
+            "trial %d continues the run of trial %d (%s) from its checkpoint%s",
+            trial.number,
+            lost.number,
+            run_dir.name,
+            f" at step {step}" if step else "",
+        )
         return number
 
     def _trial_seed(self, number: int) -> int:

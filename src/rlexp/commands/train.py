@@ -77,18 +77,22 @@ def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
             # a multirun run again (e.g. resubmitted to SLURM) keeps the runs it completed
             return run(cfg, run_dir, choices, command, warnings, None, multirun, rerun, print_run_end).final_mean
         n_seeds = int(hydra_cfg.sweeper.get("seeds_per_trial", 1))
-        return run_trial(cfg, run_dir, choices, command, warnings, trial, n_seeds, print_run_end)
+        alone = [*command, *shaping_overrides(hydra_cfg, SEARCH_PLUMBING), "hydra.mode=RUN"]
+        return run_trial(cfg, run_dir, choices, command, warnings, trial, n_seeds, print_run_end, alone)
     except Interrupted as err:
         if err.completed is not None and not multirun:  # nothing left to stop
             print(f"rlexp: {err}; it is complete", file=sys.stderr)
             return err.completed
         if multirun:
-            err.hint = (
-                "re-run the same command to continue the search"
-                + (" (the stopped trial runs again)" if err.completed is None else "")
-                if os.environ.get(ENV_TRIAL)
-                else f"to finish the multirun, re-run the same command with hydra.sweep.dir={hydra_cfg.sweep.dir}"
-            )
+            if not os.environ.get(ENV_TRIAL):
+                err.hint = f"to finish the multirun, re-run the same command with hydra.sweep.dir={hydra_cfg.sweep.dir}"
+            elif err.completed is None:
+                err.hint = (
+                    "the trial is queued again: the search's next worker to ask for a trial, or this command "
+                    "run again, continues it from this checkpoint (same seed and run dir)"
+                )
+            else:
+                err.hint = "re-run the same command to continue the search"
         raise
     except USER_ERRORS as err:
         # refused before the run wrote anything: no run dir is left behind (a multirun job's dir is the sweep's)
@@ -122,5 +126,23 @@ def exit_with(err: BaseException) -> None:
 def rerun_command(hydra_cfg: DictConfig, run_dir: Path) -> list[str]:
     """The command that runs this single run again in ``run_dir``: its overrides, the hydra.* ones that
     shape the config (searchpath...) and the run dir, each quoted for Hydra (a path with spaces)."""
-    kept = [o for o in hydra_cfg.overrides.hydra if not o.startswith(("hydra.run.dir=", "hydra.mode="))]
+    kept = shaping_overrides(hydra_cfg, ())
     return ["rlexp", *hydra_cfg.overrides.task, *kept, as_override("hydra.run.dir", str(run_dir))]
+
+
+# a search trial's hydra.* overrides that belong to the search, not to the run (a trial's command.txt
+# runs it alone: the sweeper would refuse its seed, and the storage's URL may hold a password)
+SEARCH_PLUMBING = (
+    "hydra.sweep",
+    "hydra.launcher",
+    "hydra/launcher",
+    "hydra/sweeper",
+    "hydra.job.env_set",
+    "hydra.job.num",
+)
+
+
+def shaping_overrides(hydra_cfg: DictConfig, left_out: tuple[str, ...]) -> list[str]:
+    """The hydra.* overrides that a command re-running a run keeps: those that shape its config."""
+    dropped = ("hydra.run.dir=", "hydra.mode=", *left_out)
+    return [o for o in hydra_cfg.overrides.hydra if not o.lstrip("+").startswith(dropped)]

@@ -141,7 +141,10 @@ def _status_problem(summary: dict[str, Any], run_dir: Path) -> str | None:
     if status == RUNNING:
         return "its process died before it finished" if abandoned(summary, run_dir) else "still running"
     if status == INTERRUPTED:
-        return f"interrupted (resumable: run its {COMMAND_FILE} again to finish it)"
+        return (
+            f"interrupted (resumable: its {COMMAND_FILE} finishes it; a search's trial also continues when "
+            "its search runs again)"
+        )
     if status is None:
         return "no status in summary.json"
     error = f": {collapsed(str(summary['error']))}" if summary.get("error") else ""

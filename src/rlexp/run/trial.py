@@ -10,6 +10,7 @@ import numpy as np
 import optuna
 from omegaconf import DictConfig
 
+from rlexp.config.overrides import as_override
 from rlexp.errors import Interrupted
 from rlexp.run.manager import RunEnd, run
 from rlexp.rundir.contract import SEED_DIR_PREFIX, read_evaluations, write_trial
@@ -28,14 +29,28 @@ def run_trial(
     trial: optuna.Trial,
     n_seeds: int,
     on_end: RunEnd | None = None,
+    alone: list[str] | None = None,
 ) -> float:
     """One trial of a search: ``n_seeds`` runs with seeds cfg.seed, cfg.seed + 1, ... one after another,
     each a normal run in ``run_dir/seed_<s>`` (in ``run_dir`` itself for one seed); the objective is
     the mean of their final evaluations. Pruning may stop the trial during any of them. A trial job
     started again (a requeued SLURM job) keeps the seeds it completed and resumes the one it stopped in.
-    ``on_end``: told as each seed's run completes."""
+    ``on_end``: told as each seed's run completes; ``alone``: the command that runs the trial's run on its
+    own, outside the search (each run's command.txt: with its seed and run dir)."""
+    alone = alone or command
+
+    def rerun(seed: int, seed_dir: Path) -> list[str]:
+        return [
+            *(a for a in alone if not a.startswith("seed=")),
+            f"seed={seed}",
+            as_override("hydra.run.dir", str(seed_dir)),
+        ]
+
     if n_seeds == 1:
-        return run(cfg, run_dir, choices, command, warnings, ReportToTrial(trial), on_end=on_end).final_mean
+        reporter = ReportToTrial(trial)
+        return run(
+            cfg, run_dir, choices, command, warnings, reporter, rerun=rerun(cfg.seed, run_dir), on_end=on_end
+        ).final_mean
     seeds = list(range(cfg.seed, cfg.seed + n_seeds))
     finals: list[float] = []
     late: Interrupted | None = None
@@ -56,7 +71,16 @@ def run_trial(
             seed_command = [arg for arg in command if not arg.startswith("seed=")] + [f"seed={seed}"]
             try:
                 finals.append(
-                    run(seed_cfg, seed_dir, choices, seed_command, warnings, reporter, on_end=on_end).final_mean
+                    run(
+                        seed_cfg,
+                        seed_dir,
+                        choices,
+                        seed_command,
+                        warnings,
+                        reporter,
+                        rerun=rerun(seed, seed_dir),
+                        on_end=on_end,
+                    ).final_mean
                 )
             except Interrupted as err:  # a stop signal as a seed completed: on the last, the trial is complete
                 if err.completed is not None and seed != seeds[-1]:

@@ -105,6 +105,17 @@ def is_free(run_dir: Path) -> bool | None:
     return True
 
 
+def wait_until_free(run_dir: Path, seconds: float) -> bool:
+    """Waits up to ``seconds`` while another process holds the run dir; whether it is free now (or
+    cannot be told: no lock file)."""
+    deadline = time.monotonic() + seconds
+    while is_free(run_dir) is False:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def abandoned(summary: dict[str, Any], run_dir: Path) -> bool:
     """A run that ended without finishing or saving on a signal: its process died (SIGKILL, out of
     memory, node failure, a job killed after its grace time) or a second Ctrl-C aborted it.

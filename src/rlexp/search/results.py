@@ -23,6 +23,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from rlexp.files.atomic import atomic_write_text
 from rlexp.rundir.contract import CONFIG_FILE, SEED_DIR_PREFIX
+from rlexp.search.study import COMMAND_ATTR, RUN_DIR_ATTR
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +52,6 @@ def trial_dir(sweep_dir: Path, number: int) -> Path:
     return sweep_dir / f"trial_{number:04d}"
 
 
-# where a trial's run is (it may be another sweeper's sweep dir when several share a study), and the
-# command that re-runs it, both recorded by the sweeper that launched it
-RUN_DIR_ATTR = "rlexp_run_dir"
-COMMAND_ATTR = "rlexp_command"
 # the parts of a run's config that decide how it trains (not where it logs)
 TRAINING_KEYS = ("n_timesteps", "algo", "env", "lr_schedule", "clip_range_schedule", "action_noise")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
 import optuna
 from hydra.core.hydra_config import HydraConfig
@@ -12,6 +13,7 @@ from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
 from rlexp.errors import ConfigError
+from rlexp.rundir.lock import is_free
 from rlexp.search.space import described
 from rlexp.search.storage import open_storage
 
@@ -23,6 +25,10 @@ INTERRUPTED_ATTR = "rlexp_interrupted"
 OVER_CAP_ATTR = "rlexp_over_cap"
 RUN_NUMBER_ATTR = "rlexp_run_of"  # a trial continuing a lost trial's run: the number of that run (seed, dir)
 REQUEUED_FROM_ATTR = "requeued_from"  # a trial that runs a lost trial's parameters again: that trial's number
+# where a trial's run is (it may be another sweeper's sweep dir when several share a study), and the
+# command that re-runs it, both recorded by the sweeper that launched it
+RUN_DIR_ATTR = "rlexp_run_dir"
+COMMAND_ATTR = "rlexp_command"
 
 SEARCH_ATTR = "rlexp_search"  # what the study searches: each key searched (its distribution) or fixed (its value)
 SEARCH_COMMAND_ATTR = "rlexp_search_command"  # the command line that made the study
@@ -68,6 +74,8 @@ def reclaim_interrupted_trials(study: optuna.Study) -> int:
     FAIL (interrupted) and queued again. Asked when a sweep starts and before each batch, so that the
     live workers of a shared study take over what a killed one left (one squeue call for all of them).
 
+    A trial whose run still holds its run dir is left to its process even when its SLURM job shows as
+    over: a cancelled job's run is saving its checkpoint, and hands the trial over itself (hand_over).
     They do not count towards n_trials, and their parameters run again, so a resumed sweep loses
     and duplicates nothing.
     """
@@ -75,23 +83,44 @@ def reclaim_interrupted_trials(study: optuna.Study) -> int:
     running = [t for t in trials if t.state == TrialState.RUNNING]
     mine = os.environ.get("SLURM_JOB_ID")
     jobs_over = slurm_jobs_over({job for t in running if (job := _owner(t)[2]) and job != mine})
-    reclaimed = 0
     requeued = {t.user_attrs.get(REQUEUED_FROM_ATTR) for t in trials}
+    reclaimed = 0
     for trial in running:
-        if not owner_is_gone(*_owner(trial), jobs_over=jobs_over):
-            continue
-        try:  # another sweeper resuming at the same moment may have reclaimed it first
-            study._storage.set_trial_user_attr(trial._trial_id, INTERRUPTED_ATTR, True)
+        if owner_is_gone(*_owner(trial), jobs_over=jobs_over) and not run_is_held(trial):
             owner_was = trial.user_attrs.get(OWNER_ATTR, "?")
             reason = f"interrupted: its sweeper ({owner_was}) ended while it ran; its parameters run again"
-            study._storage.set_trial_user_attr(trial._trial_id, "fail_reason", reason)
-            study.tell(trial.number, state=TrialState.FAIL)
-        except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, ValueError):
-            continue
-        if trial.number not in requeued:
-            study.enqueue_trial(trial.params, user_attrs={REQUEUED_FROM_ATTR: trial.number})
-        reclaimed += 1
+            reclaimed += _requeue(study, trial, reason, trial.number not in requeued)
     return reclaimed
+
+
+def hand_over(study: optuna.Study, trial: optuna.trial.FrozenTrial, step: int | None) -> bool:
+    """A trial whose run this process stopped on a signal, checkpoint saved and run dir let go of: queued
+    again at once, so that the next worker to ask (or this search run again) continues it from there."""
+    if run_is_held(trial):
+        return False  # (its run goes on in a job of its own: the live workers reclaim it when it ends)
+    at = f" at step {step}" if step is not None else ""
+    reason = f"interrupted: stopped by a signal{at}; its run continues from its checkpoint in a trial queued for it"
+    return _requeue(study, trial, reason, True)
+
+
+def run_is_held(trial: optuna.trial.FrozenTrial) -> bool:
+    """A live process holds the trial's run dir (rlexp.rundir.lock): its run has not let go yet."""
+    run_dir = trial.user_attrs.get(RUN_DIR_ATTR)
+    return bool(run_dir) and is_free(Path(run_dir)) is False
+
+
+def _requeue(study: optuna.Study, trial: optuna.trial.FrozenTrial, reason: str, enqueue: bool) -> bool:
+    """Marks a lost trial FAIL (interrupted) and queues its parameters again, unless another process did
+    it first (only the one whose tell succeeds queues them)."""
+    try:
+        study._storage.set_trial_user_attr(trial._trial_id, INTERRUPTED_ATTR, True)
+        study._storage.set_trial_user_attr(trial._trial_id, "fail_reason", reason)
+        study.tell(trial.number, state=TrialState.FAIL)
+    except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, ValueError):
+        return False
+    if enqueue:
+        study.enqueue_trial(trial.params, user_attrs={REQUEUED_FROM_ATTR: trial.number})
+    return True
 
 
 def lost_trial(study: optuna.Study, trial: optuna.Trial) -> optuna.trial.FrozenTrial | None:
