@@ -53,7 +53,7 @@ def _held_at(gate: Path, sweep: Path, not_jobs: set[str]) -> list[dict]:
 
 
 def test_eight_workers_share_one_study_through_a_kill_a_requeue_and_a_cancel(tmp_path, postgres):
-    (guide,) = re.findall(r"sbatch .*", SCALE_MD.read_text())
+    (guide,) = re.findall(r"^sbatch .*", SCALE_MD.read_text(), flags=re.MULTILINE)
     assert all(option in guide.split() for option in SBATCH), guide  # the test runs what the guide says
     gate, midway = tmp_path / "gate", tmp_path / "midway"
     # the password as the guide gives it: in PGPASSWORD, out of the command line
@@ -74,7 +74,8 @@ def test_eight_workers_share_one_study_through_a_kill_a_requeue_and_a_cancel(tmp
         as_override("+callbacks.extra.gate.dir", str(gate)),
         "+callbacks.extra.midway._target_=barrier_callback.Gate",
         as_override("+callbacks.extra.midway.dir", str(midway)),
-        "+callbacks.extra.midway.at_step=1024",
+        # between two evaluations (every 512 steps): the pruner cannot end the trial before its stop
+        "+callbacks.extra.midway.at_step=768",
         "hydra.sweep.dir=sweep",
     ]
     worker = shlex.join([sys.executable, "-m", "rlexp", *search])
@@ -135,13 +136,19 @@ def test_eight_workers_share_one_study_through_a_kill_a_requeue_and_a_cancel(tmp
             time.sleep(0.2)
         # SLURM holds a requeued job for about two minutes (its begin time): sooner, not at once
         subprocess.run(["scontrol", "update", f"JobId={preempted['slurm_job_id']}", "StartTime=now+5"], check=True)
+        # its new attempt holds a trial at the gate too before anyone trains (else the others may finish them all)
+        while len([p for p in gate.glob("*") if p.name.isdigit()]) < WORKERS + 1:
+            assert time.time() < deadline, logs()
+            time.sleep(0.2)
         (gate / "open").touch()
         # a third worker cancelled (SIGTERM, SLURM's KillWait, SIGKILL) while its trial is held mid-training
         while not (held := _held_at(midway, tmp_path / "sweep", {killed["slurm_job_id"], preempted["slurm_job_id"]})):
             assert time.time() < deadline, logs()
             time.sleep(0.2)
         cancelled = held[0]
-        subprocess.run(["scancel", cancelled["slurm_job_id"]], check=True)
+        # as a user names an array task (SLURM refuses an array task's own job id in scancel)
+        tasks = dict(line.split() for line in _squeue("-j", array, "-o", "%A %i").splitlines())
+        subprocess.run(["scancel", tasks[str(cancelled["slurm_job_id"])]], check=True)
         (midway / "open").touch()
         deadline = time.time() + 900
         while _squeue("-j", array, "-o", "%A"):
@@ -170,9 +177,20 @@ def test_eight_workers_share_one_study_through_a_kill_a_requeue_and_a_cancel(tmp
     }
     assert len({r["seed"] for r in runs.values()}) == TRIALS  # no seed twice
     assert all(r["status"] in ("completed", "pruned") for r in runs.values())
+
+    def lost_trial(lost: dict) -> optuna.trial.FrozenTrial:
+        """The trial that ran the lost run, in the lost job's first attempt."""
+        (trial,) = [
+            t
+            for t in study.trials
+            if t.user_attrs["rlexp_owner"].endswith(f"@slurm:{lost['slurm_job_id']}.0")
+            and Path(t.user_attrs["rlexp_run_dir"]) == Path(lost["run_dir"])
+        ]
+        return trial
+
     for lost in (killed, preempted, cancelled):  # each lost trial: FAIL, interrupted, its params again
-        (trial,) = [t for t in study.trials if t.user_attrs["rlexp_owner"].endswith(f"@slurm:{lost['slurm_job_id']}.0")]
-        assert trial.state == TrialState.FAIL and trial.user_attrs.get("rlexp_interrupted"), trial
+        trial = lost_trial(lost)
+        assert trial.state == TrialState.FAIL and trial.user_attrs.get("rlexp_interrupted"), (trial, lost, logs())
         (again,) = [t for t in counted if t.user_attrs.get("requeued_from") == trial.number]
         assert again.params == trial.params
         # it continues the lost trial's run: the same run dir and seed (from its checkpoint, if it saved one)
@@ -180,12 +198,9 @@ def test_eight_workers_share_one_study_through_a_kill_a_requeue_and_a_cancel(tmp
         assert again.user_attrs["rlexp_run_of"] == trial.number
         assert runs[again.number]["seed"] == lost["seed"]
     # the cancelled worker saved a checkpoint on SIGTERM and queued its trial again: it continued from there
-    (trial,) = [
-        t for t in study.trials if t.user_attrs["rlexp_owner"].endswith(f"@slurm:{cancelled['slurm_job_id']}.0")
-    ]
-    (again,) = [t for t in counted if t.user_attrs.get("requeued_from") == trial.number]
+    (again,) = [t for t in counted if t.user_attrs.get("requeued_from") == lost_trial(cancelled).number]
     continued = runs[again.number]
-    assert continued["resumed"][0]["step"] >= 1024, continued  # steps not trained twice
+    assert continued["resumed"][0]["step"] >= 768, continued  # steps not trained twice
     assert continued["status"] == "pruned" or continued["steps_done"] == continued["target_steps"], continued
     assert "the trial is queued again" in logs()
     # no worker's closing line is stale: the last says the search is done, with the study's best

@@ -97,18 +97,10 @@ def test_search_end_to_end_results_retrain_and_resume(tmp_path):
     rerun = rlexp_cli([*shlex.split(command)[1:], "hydra.run.dir=rerun"], cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert json.loads((tmp_path / "rerun" / "summary.json").read_text())["final_eval"]["mean"] == best.value
-    # ...and so does the tuned file the search wrote
+    # ...and so does the tuned file the search wrote, with the command its results print
+    printed = shlex.split(results["train_with_it"])[1:]
     tuned = rlexp_cli(
-        [
-            "algo=ppo",
-            "env=cartpole",
-            f"hydra.searchpath=[file://{sweep}]",
-            "tuned=ppo_cartpole_search",
-            f"seed={best.number}",
-            "callbacks.eval.final_episodes=3",
-            "hydra.run.dir=tuned",
-        ],
-        cwd=tmp_path,
+        [*printed, f"seed={best.number}", "callbacks.eval.final_episodes=3", "hydra.run.dir=tuned"], cwd=tmp_path
     )
     assert tuned.returncode == 0, tuned.stderr[-2000:]
     summary = json.loads((tmp_path / "tuned" / "summary.json").read_text())

@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import logging
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 
+from rlexp.config.overrides import as_override
 from rlexp.files.atomic import atomic_write_text
 from rlexp.rundir.contract import CONFIG_FILE, SEED_DIR_PREFIX
 from rlexp.search.study import COMMAND_ATTR, RUN_DIR_ATTR
@@ -151,8 +153,11 @@ def write_results(
         try:
             atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, name, best))
             results["tuned_file"] = str(sweep_dir / "tuned" / f"{name}.yaml")
-            results["train_with_it"] = (
-                f"rlexp algo={algo} env={env} 'hydra.searchpath=[file://{sweep_dir}]' tuned={name}"
+            searchpath = f"file://{sweep_dir}"
+            if not re.fullmatch(r"[\w./:+-]+", searchpath):  # (quoted for Hydra: a path with spaces...)
+                searchpath = as_override("hydra.searchpath", searchpath).partition("=")[2]
+            results["train_with_it"] = shlex.join(
+                ["rlexp", f"algo={algo}", f"env={env}", f"hydra.searchpath=[{searchpath}]", f"tuned={name}"]
             )
         except (OSError, KeyError) as err:  # the best trial ran where this sweeper cannot read its run dir
             log.warning("no tuned file: cannot read the best trial's config (%s)", err)
