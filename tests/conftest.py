@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,20 @@ def lazy_runs(tmp_path_factory: pytest.TempPathFactory, runs: dict[str, list[str
 def stderr_lines(result: subprocess.CompletedProcess) -> list[str]:
     """The non-blank lines a command printed on stderr (a user error is exactly one)."""
     return [line for line in result.stderr.splitlines() if line.strip()]
+
+
+def wait_for_episodes(
+    run_dir: Path, n: int, proc: subprocess.Popen | None = None, timeout: float = 300, log: Path | None = None
+) -> None:
+    """Until the run has logged n training episodes (it trains, past its start, its signal handlers in
+    place); fails at once if ``proc`` ends first, saying the end of ``log``."""
+    monitor = run_dir / "monitor" / "train" / "0.monitor.csv"
+    deadline = time.time() + timeout
+    while not (monitor.is_file() and len(monitor.read_text().splitlines()) >= n + 2):
+        if time.time() > deadline or (proc is not None and proc.poll() is not None):
+            said = log.read_text()[-2000:] if log is not None and log.is_file() else ""
+            raise AssertionError(f"no {n} episodes in {monitor} ({proc.poll() if proc else 'no process'}): {said}")
+        time.sleep(0.05)
 
 
 def rlexp_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 300):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FAST, console_shape, docs_line, rlexp_cli
+from conftest import FAST, console_shape, docs_line, rlexp_cli, wait_for_episodes
 
 
 def _start(tmp_path, args: list[str], stderr: int = subprocess.DEVNULL) -> subprocess.Popen:
@@ -50,17 +50,6 @@ def _wait_for_file(path, proc: subprocess.Popen, timeout: float = 300) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"no {path}: {proc.poll()=}")
-
-
-def _wait_for_episodes(run_dir, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
-    """Until the run has logged n training episodes (so its signal handlers are in place)."""
-    monitor = run_dir / "monitor" / "train" / "0.monitor.csv"
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        if monitor.is_file() and len(monitor.read_text().splitlines()) >= n + 2:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no {n} episodes in {monitor}: {proc.poll()=}")
 
 
 @pytest.mark.parametrize(
@@ -202,7 +191,7 @@ def test_a_killed_run_without_checkpoints_starts_over_and_keeps_its_files_aside(
     args = ["algo=ppo", "env=cartpole", "n_timesteps=8000", "logger=csv", "callbacks.eval.n_evaluations=2"]
     run = tmp_path / "run"
     proc = _start(tmp_path, args)
-    _wait_for_episodes(run, 5, proc)
+    wait_for_episodes(run, 5, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     killed = json.loads((run / "summary.json").read_text())

@@ -17,7 +17,7 @@ import numpy as np
 import optuna
 import pytest
 import yaml
-from conftest import SMALL_SEARCH, compose_cfg, rlexp_cli, stderr_lines
+from conftest import SMALL_SEARCH, compose_cfg, rlexp_cli, stderr_lines, wait_for_episodes
 from hydra import compose, initialize_config_module
 from optuna.trial import TrialState
 
@@ -562,11 +562,7 @@ def test_a_stopped_search_hands_its_trial_over_and_every_hint_it_gives_runs(tmp_
         text=True,
     )
     run = tmp_path / "sweep" / "trial_0000"
-    monitor = run / "monitor" / "train" / "0.monitor.csv"
-    deadline = time.time() + 300
-    while not (monitor.is_file() and len(monitor.read_text().splitlines()) > 6):  # training, past its start
-        assert time.time() < deadline and proc.poll() is None, "trial 0 did not start training"
-        time.sleep(0.1)
+    wait_for_episodes(run, 5, proc)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]

@@ -11,7 +11,7 @@ import time
 
 import optuna
 import pytest
-from conftest import SMALL_SEARCH, rlexp_cli
+from conftest import SMALL_SEARCH, rlexp_cli, wait_for_episodes
 from optuna.trial import TrialState
 
 from rlexp.search.storage import open_storage
@@ -147,11 +147,7 @@ def test_preempted_job_checkpoints_requeues_and_finishes_its_steps(tmp_path):
         text=True,
     )
     run = tmp_path / "sweep" / "0"
-    monitor = run / "monitor" / "train" / "0.monitor.csv"
-    deadline = time.time() + 300
-    while not (monitor.is_file() and len(monitor.read_text().splitlines()) > 30):
-        assert time.time() < deadline and proc.poll() is None, "the job did not start training"
-        time.sleep(0.2)
+    wait_for_episodes(run, 29, proc)
     job_id = json.loads((run / "summary.json").read_text())["slurm_job_id"]
     subprocess.run(["scancel", "--signal=USR2", job_id], check=True)
     # SLURM holds a requeued job for about two minutes (its begin time); start it sooner, but not at
@@ -184,12 +180,9 @@ def test_sigterm_stops_the_job_with_a_checkpoint_and_resubmitting_resumes(tmp_pa
         [sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     run = tmp_path / "sweep" / "0"
-    monitor = run / "monitor" / "train" / "0.monitor.csv"
+    wait_for_episodes(run, 29, proc)
     deadline = time.time() + 300
     short = tmp_path / "sweep" / "1" / "summary.json"
-    while not (monitor.is_file() and len(monitor.read_text().splitlines()) > 30):
-        assert time.time() < deadline and proc.poll() is None, "the job did not start training"
-        time.sleep(0.2)
     while not (short.is_file() and json.loads(short.read_text())["status"] == "completed"):
         assert time.time() < deadline and proc.poll() is None, "the short job did not complete"
         time.sleep(0.2)
@@ -260,11 +253,7 @@ def test_a_sweeper_job_cancelled_mid_trial_continues_it_when_submitted_again(tmp
 
     job_id = submit("sweeper.out")
     run = tmp_path / "sweep" / "trial_0001"
-    monitor = run / "monitor" / "train" / "0.monitor.csv"
-    deadline = time.time() + 300
-    while not (monitor.is_file() and len(monitor.read_text().splitlines()) > 6):  # trial 1 trains, past its start
-        assert time.time() < deadline, (tmp_path / "sweeper.out").read_text()[-2000:]
-        time.sleep(0.1)
+    wait_for_episodes(run, 5, log=tmp_path / "sweeper.out")
     subprocess.run(["scancel", job_id], check=True)
     over(job_id)
     stopped = json.loads((run / "summary.json").read_text())

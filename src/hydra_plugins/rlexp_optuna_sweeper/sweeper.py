@@ -280,6 +280,9 @@ class OptunaSweeper(Sweeper):
 
         winner = self._retrain_top_trials(study, fixed) if self.retrain_top_k > 0 else None
         results = write_results(study, self.sweep_dir, self.config, plots=self.plots, winner=winner)
+        while winner is None and _best_number(study) != (results.get("best") or {}).get("trial"):
+            # another worker's trial ended meanwhile, the study's new best: the files and the line say so
+            results = write_results(study, self.sweep_dir, self.config, plots=self.plots)
         print(self._closing_line(study, results))
 
     def _closing_line(self, study: optuna.Study, results: dict[str, Any]) -> str:
@@ -494,6 +497,11 @@ class OptunaSweeper(Sweeper):
                 f"{len(failed)} of {len(done)} trials failed, above hydra.sweeper.max_failure_rate="
                 f"{self.max_failure_rate} ({reasons})"
             )
+
+
+def _best_number(study: optuna.Study) -> int | None:
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+    return study.best_trial.number if complete else None
 
 
 def _shown_override(override: str) -> str:

@@ -13,6 +13,7 @@ from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
 from rlexp.errors import ConfigError
+from rlexp.rundir.contract import SEED_DIR_PREFIX
 from rlexp.rundir.lock import is_free
 from rlexp.search.space import described
 from rlexp.search.storage import open_storage
@@ -104,9 +105,13 @@ def hand_over(study: optuna.Study, trial: optuna.trial.FrozenTrial, step: int | 
 
 
 def run_is_held(trial: optuna.trial.FrozenTrial) -> bool:
-    """A live process holds the trial's run dir (rlexp.rundir.lock): its run has not let go yet."""
+    """A live process holds the trial's run dir, or one of its seeds' (rlexp.rundir.lock): its run has
+    not let go yet."""
     run_dir = trial.user_attrs.get(RUN_DIR_ATTR)
-    return bool(run_dir) and is_free(Path(run_dir)) is False
+    if not run_dir:
+        return False
+    dirs = [Path(run_dir), *Path(run_dir).glob(f"{SEED_DIR_PREFIX}*")]
+    return any(is_free(d) is False for d in dirs)
 
 
 def _requeue(study: optuna.Study, trial: optuna.trial.FrozenTrial, reason: str, enqueue: bool) -> bool:

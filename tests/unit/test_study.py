@@ -1,0 +1,76 @@
+"""Who takes over a lost trial, and when: a study's trials judged by their owners and their run dirs."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import optuna
+from optuna.trial import TrialState
+
+from rlexp.rundir.contract import LOCK_FILE
+from rlexp.search.study import (
+    INTERRUPTED_ATTR,
+    OWNER_ATTR,
+    REQUEUED_FROM_ATTR,
+    RUN_DIR_ATTR,
+    hand_over,
+    reclaim_interrupted_trials,
+)
+
+HOLD = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def _gone_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _lost_trial(tmp_path):
+    """A study with one RUNNING trial whose owner (a process of this host) has exited."""
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'study.db'}", study_name="s")
+    trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    run_dir = tmp_path / "trial_0000"
+    run_dir.mkdir()
+    trial.set_user_attr(OWNER_ATTR, f"{socket.gethostname()}:{_gone_pid()}")
+    trial.set_user_attr(RUN_DIR_ATTR, str(run_dir))
+    return study, run_dir
+
+
+def test_a_lost_trial_whose_run_still_holds_its_dir_is_left_to_it_until_it_lets_go(tmp_path):
+    """A cancelled SLURM job is listed as over while its run saves its checkpoint: its owner looks gone,
+    its run dir's lock says otherwise; the trial is taken over only once the lock is free."""
+    study, run_dir = _lost_trial(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run_dir / LOCK_FILE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        assert reclaim_interrupted_trials(study) == 0
+        assert not hand_over(study, study.trials[0], 100)
+        assert study.trials[0].state == TrialState.RUNNING
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    assert reclaim_interrupted_trials(study) == 1
+    lost, queued = study.trials
+    assert lost.state == TrialState.FAIL and lost.user_attrs[INTERRUPTED_ATTR]
+    assert queued.state == TrialState.WAITING and queued.user_attrs[REQUEUED_FROM_ATTR] == 0
+    assert reclaim_interrupted_trials(study) == 0  # once
+
+
+def test_a_trial_handed_over_by_its_stopped_run_is_queued_once(tmp_path):
+    study, _ = _lost_trial(tmp_path)
+    assert hand_over(study, study.trials[0], 4224)
+    assert not hand_over(study, study.trials[0], 4224)  # (a second worker, or the reclaim, comes too late)
+    assert reclaim_interrupted_trials(study) == 0
+    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.WAITING]
+    assert study.trials[0].user_attrs["fail_reason"].startswith("interrupted: stopped by a signal at step 4224")
