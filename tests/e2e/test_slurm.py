@@ -256,9 +256,14 @@ def test_a_sweeper_job_cancelled_mid_trial_continues_it_when_submitted_again(tmp
     wait_for_episodes(run, 5, log=tmp_path / "sweeper.out")
     subprocess.run(["scancel", job_id], check=True)
     over(job_id)
+    # (SLURM lists the job as over at once; without cgroups its process goes on saving, then says so)
+    log = tmp_path / "sweeper.out"
+    deadline = time.time() + 120
+    while "the trial is queued again" not in log.read_text():
+        assert time.time() < deadline, log.read_text()[-2000:]
+        time.sleep(0.2)
     stopped = json.loads((run / "summary.json").read_text())
-    assert stopped["status"] == "interrupted", (tmp_path / "sweeper.out").read_text()[-2000:]
-    assert "the trial is queued again" in (tmp_path / "sweeper.out").read_text()
+    assert stopped["status"] == "interrupted", log.read_text()[-2000:]
 
     again = submit("again.out")
     over(again)
