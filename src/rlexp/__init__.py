@@ -1,7 +1,7 @@
 """rlexp: declarative reinforcement-learning experiments (Hydra configs -> Stable-Baselines3 runs).
 
 From Python: ``rlexp.compose``, ``rlexp.train``, ``rlexp.load_run``, ``rlexp.report`` (rlexp.api), loaded
-on first use, so that the command starts as fast as before."""
+on first use, so that the command does not pay for the API's imports."""
 
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any

@@ -34,7 +34,7 @@ import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the s
 from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Diverged, Interrupted
 from rlexp.files.atomic import atomic_write_text
-from rlexp.rundir.contract import INTERRUPTED, TRIAL_FILE, read_summary
+from rlexp.rundir.contract import COMPLETED, INTERRUPTED, PRUNED, TRIAL_FILE, read_summary
 from rlexp.rundir.lock import abandoned, is_free, wait_until_free
 from rlexp.search.results import trial_command, trial_dir, write_results
 from rlexp.search.space import parse_search_space
@@ -460,9 +460,9 @@ class OptunaSweeper(Sweeper):
             if found is not None:
                 statuses[d] = found
         summary = statuses.get(run_dir)
-        if summary is not None and summary["status"] == "completed":
+        if summary is not None and summary["status"] == COMPLETED:
             return JobReturn(status=JobStatus.COMPLETED, _return_value=summary["final_eval"]["mean"])
-        if any(s["status"] == "pruned" for s in statuses.values()):
+        if any(s["status"] == PRUNED for s in statuses.values()):
             return JobReturn(status=JobStatus.FAILED, _return_value=optuna.TrialPruned())
         return JobReturn(status=JobStatus.FAILED, _return_value=err)
 

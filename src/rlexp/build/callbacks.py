@@ -143,10 +143,6 @@ class RunCallbacks:
     solved: StopWhenSolved | None
     progress: Progress | None
 
-    @property
-    def evaluations(self) -> EvalCallback | None:
-        return self.save_best.parent if self.save_best is not None else None  # type: ignore[return-value]
-
     def best(self) -> dict[str, Any] | None:
         return self.save_best.best if self.save_best is not None else None
 

@@ -1,6 +1,6 @@
 """`rlexp <verb> ...`: the commands besides training. Anything that is not a verb goes to the Hydra
-training app. the other verbs' modules have ``add_arguments(parser)`` and ``main(args) -> exit
-code``, imported only when called, so that `rlexp --help` and training start as fast as before; check
+training app. The other verbs' modules have ``add_arguments(parser)`` and ``main(args) -> exit
+code``, imported only when called, so that `rlexp --help` and training do not pay for them; check
 runs through the training app itself (rlexp.cli), so that its config is composed exactly as a run's."""
 
 from __future__ import annotations

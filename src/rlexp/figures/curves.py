@@ -212,13 +212,6 @@ def _draw_run(run_dir: Path, title: str) -> str | None:
     return None
 
 
-def write_run_curves(run_dir: Path, title: str) -> None:
-    """RUN/curves.png now (a run that failed); a failure to draw is a warning, never the run's failure."""
-    failed = _draw_run(run_dir, title)
-    if failed:
-        log.warning(failed)
-
-
 class BackgroundCurves:
     """RUN/curves.png drawn by a child process: it imports matplotlib while the run trains (on another core)
     and draws once told, beside the final evaluation. Importing matplotlib and drawing cost about 0.8 s,

@@ -9,6 +9,7 @@ from rlexp.errors import ConfigError
 from rlexp.references.files import MIN_SEEDS, Reference, load_reference, reference_dir
 from rlexp.reporting.metrics import Metric
 from rlexp.reporting.runs import Run
+from rlexp.rundir.contract import COMPLETED
 
 
 def reference_group(name: str) -> str:
@@ -93,7 +94,7 @@ def reference_runs(runs: list[Run], metric: Metric) -> tuple[list[Run], list[tup
 def _as_run(reference: Reference, i: int) -> Run:
     """Reference seed ``i`` as a completed run of the reference's group."""
     summary = {
-        "status": "completed",
+        "status": COMPLETED,
         "env_id": reference.env_id,
         "algo": reference.name.split("_", 1)[0],
         "seed": int(reference.seeds[i]) if i < len(reference.seeds) and reference.seeds[i].isdigit() else i,

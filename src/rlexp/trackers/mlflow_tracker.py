@@ -12,7 +12,15 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter
 
-from rlexp.rundir.contract import COMMAND_FILE, COMPLETED, CONFIG_FILE, MODEL_FILE, SUMMARY_FILE, VECNORMALIZE_FILE
+from rlexp.rundir.contract import (
+    COMMAND_FILE,
+    COMPLETED,
+    CONFIG_FILE,
+    FAILED,
+    MODEL_FILE,
+    SUMMARY_FILE,
+    VECNORMALIZE_FILE,
+)
 from rlexp.trackers.writer import scalars
 
 DEFAULT_STORE = "mlruns.db"  # sqlite:///<working dir>/mlruns.db
@@ -120,7 +128,7 @@ class MlflowTracker:
             final = summary.get("final_eval") or {}
             if "mean" in final:
                 self.client.log_metric(self.run_id, "final_eval/mean", final["mean"], step=summary.get("steps_done", 0))
-        status = {"completed": "FINISHED", "failed": "FAILED"}.get(summary.get("status", ""), "KILLED")
+        status = {COMPLETED: "FINISHED", FAILED: "FAILED"}.get(summary.get("status", ""), "KILLED")
         self.client.set_terminated(self.run_id, status=status)
 
 

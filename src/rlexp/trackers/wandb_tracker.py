@@ -82,7 +82,7 @@ class WandbTracker:
                 if isinstance(summary.get(key), dict):
                     self.run.summary[key] = {k: v for k, v in summary[key].items() if not isinstance(v, list)}
         self.run.summary["status"] = summary.get("status")
-        self.run.finish(exit_code=0 if summary.get("status") == "completed" else 1)
+        self.run.finish(exit_code=0 if summary.get("status") == COMPLETED else 1)
 
 
 class _Writer(KVWriter):
