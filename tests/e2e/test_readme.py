@@ -59,10 +59,17 @@ PROMISES = {
 }
 
 
-# (JAX's start and compilation make the sbx line the longest: in CI's slow run, as tests/test_sbx.py's others)
+# lines that are long to run: in CI's slow run (JAX's start and compilation for sbx, as tests/test_sbx.py's
+# others; ALE's Atari env and its CNN, with Gymnasium's vector env or EnvPool's, 20-45 s each)
+SLOW_LINES = ("backend=sbx", "env=atari", "env.id=ALE/")
+
+
 @pytest.mark.parametrize(
     "line",
-    [pytest.param(line, marks=pytest.mark.slow) if "backend=sbx" in line else line for line in _usage_lines()],
+    [
+        pytest.param(line, marks=pytest.mark.slow) if any(s in line for s in SLOW_LINES) else line
+        for line in _usage_lines()
+    ],
 )
 def test_usage_line_runs_as_shown(line, tmp_path):
     args = shlex.split(line)[1:]
