@@ -264,8 +264,8 @@ class OptunaSweeper(Sweeper):
                     ret = self._recorded_outcome(trial, err)
                     if ret.status == JobStatus.COMPLETED or isinstance(ret._return_value, optuna.TrialPruned):
                         self._tell(study, trial, ret)
-                    elif hand_over(study, study._storage.get_trial(trial._trial_id), err.step):
-                        log.info("trial %d queued again: it continues from its checkpoint", trial.number)
+                    elif hand_over(study, study._storage.get_trial(trial._trial_id), _stopped_at(trial)):
+                        log.info("trial %d queued again (from its checkpoint, if its run saved one)", trial.number)
                 write_results(study, self.sweep_dir, self.config, plots=False)
                 raise
             self.job_idx += len(batch)
@@ -497,6 +497,15 @@ class OptunaSweeper(Sweeper):
                 f"{len(failed)} of {len(done)} trials failed, above hydra.sweeper.max_failure_rate="
                 f"{self.max_failure_rate} ({reasons})"
             )
+
+
+def _stopped_at(trial: optuna.Trial) -> int | None:
+    """The step at which a signal stopped the trial's run (None: it saved nothing, or never started)."""
+    try:
+        summary = read_summary(Path(trial.user_attrs[RUN_DIR_ATTR]))
+    except ConfigError:
+        return None
+    return summary.get("steps_done") if summary is not None and summary.get("status") == INTERRUPTED else None
 
 
 def _best_number(study: optuna.Study) -> int | None:

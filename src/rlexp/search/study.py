@@ -95,12 +95,13 @@ def reclaim_interrupted_trials(study: optuna.Study) -> int:
 
 
 def hand_over(study: optuna.Study, trial: optuna.trial.FrozenTrial, step: int | None) -> bool:
-    """A trial whose run this process stopped on a signal, checkpoint saved and run dir let go of: queued
-    again at once, so that the next worker to ask (or this search run again) continues it from there."""
+    """A trial whose run this process stopped on a signal, checkpoint saved and run dir let go of (``step``:
+    where), or that never started: queued again at once, so that the next worker to ask (or this search run
+    again) continues it from there."""
     if run_is_held(trial):
         return False  # (its run goes on in a job of its own: the live workers reclaim it when it ends)
-    at = f" at step {step}" if step is not None else ""
-    reason = f"interrupted: stopped by a signal{at}; its run continues from its checkpoint in a trial queued for it"
+    at = f" at step {step}; its run continues from its checkpoint" if step is not None else "; its parameters run again"
+    reason = f"interrupted: stopped by a signal{at} in a trial queued for it"
     return _requeue(study, trial, reason, True)
 
 
