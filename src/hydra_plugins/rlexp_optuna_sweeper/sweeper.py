@@ -34,7 +34,7 @@ import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the s
 from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Diverged, Interrupted
 from rlexp.files.atomic import atomic_write_text
-from rlexp.rundir.contract import COMPLETED, INTERRUPTED, PRUNED, TRIAL_FILE, read_summary
+from rlexp.rundir.contract import COMPLETED, FAILED, INTERRUPTED, PRUNED, TRIAL_FILE, read_summary
 from rlexp.rundir.lock import abandoned, is_free, wait_until_free
 from rlexp.search.results import trial_command, trial_dir, write_results
 from rlexp.search.space import parse_search_space
@@ -259,18 +259,17 @@ class OptunaSweeper(Sweeper):
                 returns = self.launcher.launch(batch, initial_job_idx=self.job_idx)
             except Exception as err:  # a job's overrides do not compose, or one submitit job died without a result
                 returns = [self._recorded_outcome(trial, err) for trial in trials]
-            except Interrupted as err:  # a stop signal: the trials that completed count, the others run again
+            except Interrupted as err:  # a stop signal: the trials that ended count, the others run again
                 for trial in trials:
-                    ret = self._recorded_outcome(trial, err)
-                    if ret.status == JobStatus.COMPLETED or isinstance(ret._return_value, optuna.TrialPruned):
-                        self._tell(study, trial, ret)
-                    elif hand_over(study, study._storage.get_trial(trial._trial_id), _stopped_at(trial)):
-                        log.info("trial %d queued again (from its checkpoint, if its run saved one)", trial.number)
+                    self._tell_or_hand_over(study, trial, self._recorded_outcome(trial, err))
                 write_results(study, self.sweep_dir, self.config, plots=False)
                 raise
             self.job_idx += len(batch)
             for trial, ret in zip(trials, returns, strict=True):
-                self._tell(study, trial, ret)
+                if ret.status == JobStatus.COMPLETED or _stopped_at(trial) is None:
+                    self._tell(study, trial, ret)
+                else:  # a job of its own stopped by a signal (submitit's launchers: its error, not ours)
+                    self._tell_or_hand_over(study, trial, ret)
             results = write_results(study, self.sweep_dir, self.config, plots=False)
             try:
                 self._check_failure_rate(study)
@@ -280,7 +279,9 @@ class OptunaSweeper(Sweeper):
 
         winner = self._retrain_top_trials(study, fixed) if self.retrain_top_k > 0 else None
         results = write_results(study, self.sweep_dir, self.config, plots=self.plots, winner=winner)
-        while winner is None and _best_number(study) != (results.get("best") or {}).get("trial"):
+        for _ in range(5):  # (bounded: workers ending one after another settle in a pass or two)
+            if winner is not None or _best_value(study) == (results.get("best") or {}).get("value"):
+                break
             # another worker's trial ended meanwhile, the study's new best: the files and the line say so
             results = write_results(study, self.sweep_dir, self.config, plots=self.plots)
         print(self._closing_line(study, results))
@@ -306,6 +307,22 @@ class OptunaSweeper(Sweeper):
         if best is None:
             return line + f"; no trial completed; see {self.sweep_dir / 'trials.csv'}"
         return line + f"; best {best['value']:.6g} (trial {best['trial']}); params: {where}"
+
+    def _tell_or_hand_over(self, study: optuna.Study, trial: optuna.Trial, ret: JobReturn) -> None:
+        """A batch cut short by a stop signal: a trial whose run ended (completed, pruned, failed on its
+        own) is told so; one whose run was stopped, or never started, is queued again."""
+        try:
+            summary = read_summary(Path(trial.user_attrs[RUN_DIR_ATTR]))
+        except ConfigError:
+            summary = None
+        if ret.status == JobStatus.COMPLETED or isinstance(ret._return_value, optuna.TrialPruned):
+            self._tell(study, trial, ret)
+        elif summary is not None and summary.get("status") == FAILED:
+            self._tell(
+                study, trial, JobReturn(status=JobStatus.FAILED, _return_value=RuntimeError(summary.get("error")))
+            )
+        elif hand_over(study, study._storage.get_trial(trial._trial_id), _stopped_at(trial)):
+            log.info("trial %d queued again (from its checkpoint, if its run saved one)", trial.number)
 
     def _reseed_for_existing_trials(self, study: optuna.Study) -> None:
         """A fixed seed would replay the first sweep's proposals in a resumed study, and two sweepers
@@ -508,9 +525,10 @@ def _stopped_at(trial: optuna.Trial) -> int | None:
     return summary.get("steps_done") if summary is not None and summary.get("status") == INTERRUPTED else None
 
 
-def _best_number(study: optuna.Study) -> int | None:
+def _best_value(study: optuna.Study) -> float | None:
+    """(By value: trials tied for the best are equally the best, whichever one a storage returns.)"""
     complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
-    return study.best_trial.number if complete else None
+    return study.best_value if complete else None
 
 
 def _shown_override(override: str) -> str:
