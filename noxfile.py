@@ -18,8 +18,8 @@ def _install(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6")
-    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py", "docs")
-    session.run("ruff", "format", "--check", "src", "tests", "benchmarks", "noxfile.py", "docs")
+    session.run("ruff", "check", "src", "tests", "tools", "benchmarks", "noxfile.py", "docs")
+    session.run("ruff", "format", "--check", "src", "tests", "tools", "benchmarks", "noxfile.py", "docs")
     # the layers of pyproject.toml's [tool.importlinter] (import-linter reads the installed package)
     _install(session)
     session.run("lint-imports")
@@ -78,9 +78,10 @@ def benchmark_search(session: nox.Session) -> None:
 
 @nox.session(name="zoo_import")
 def zoo_import(session: nox.Session) -> None:
-    """Rewrites conf/env and conf/tuned from RL Zoo's YAML (the rl_zoo3 wheel the dev extra pins)."""
-    session.install("rl_zoo3==2.9.2", "pyyaml")
-    session.run("python", "tests/zoo_values.py")
+    """Rewrites conf/env and conf/tuned from RL Zoo's YAML (the rl_zoo3 wheel the dev extra pins), the env families
+    (rlexp.config.env_families) and tools/zoo_envs.yaml."""
+    _install(session)  # (rlexp itself: the families, the zoo's format; the dev extra pins rl_zoo3)
+    session.run("python", "tools/zoo_import.py")
 
 
 @nox.session(name="benchmark-families")

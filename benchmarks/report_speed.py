@@ -61,6 +61,7 @@ def main() -> None:
     from rlexp.reporting.make import collect, write_report
     from rlexp.reporting.metrics import parse_metric
     from rlexp.stats import bootstrap
+    from rlexp.stats.aggregates import IQM, MEAN
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "runs"
@@ -87,9 +88,7 @@ def main() -> None:
         return
     matrix = scores[0].T  # runs x tasks of one group
     start = time.perf_counter()
-    bootstrap.interval_estimates(
-        list(matrix.T), {"iqm": bootstrap.iqm_of_runs, "mean": bootstrap.mean}, SIDE_BY_SIDE_REPS
-    )
+    bootstrap.interval_estimates(list(matrix.T), {"iqm": IQM, "mean": MEAN}, SIDE_BY_SIDE_REPS)
     ours = time.perf_counter() - start
     start = time.perf_counter()
     library.get_interval_estimates(

@@ -54,6 +54,7 @@ from typing import Any
 
 import yaml
 
+from rlexp.config.schema import ALGO_SCHEMAS, OnPolicyConfig
 from rlexp.zoo.format import ALGOS, zoo_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,9 +66,7 @@ SECTIONS = ("pairs", "full_budget", "with_evaluations")  # the short budgets, --
 EVAL_EPISODES = 5  # --eval: both sides' periodic evaluations, halfway through the budget (and at its end)
 ATARI_ID = "BreakoutNoFrameskip-v4"  # the game the zoo's `atari` entry is run on
 ZOO_DEFAULTS = {"n_envs": 1}  # the zoo's value of a key its entry leaves out
-ON_POLICY = {"ppo", "a2c", "trpo", "recurrent_ppo"}
-# the zoo's default n_steps of each on-policy algorithm where its entry has none (SB3's defaults)
-DEFAULT_N_STEPS = {"ppo": 2048, "a2c": 5, "trpo": 2048, "recurrent_ppo": 128}
+ON_POLICY = {name for name, schema in ALGO_SCHEMAS.items() if issubclass(schema, OnPolicyConfig)}
 
 
 @dataclass
@@ -133,7 +132,8 @@ def plan(pair: Any, installed: dict[str, bool]) -> Case | str:
     n_envs = int(cfg.env.n_envs)
     params: dict[str, Any] = {}
     if pair.algo in ON_POLICY:
-        budget = 2 * int(cfg.algo.get("n_steps") or DEFAULT_N_STEPS[pair.algo]) * n_envs
+        # (the entry's n_steps, or where it has none the algorithm's default: the zoo's, SB3's)
+        budget = 2 * int(cfg.algo.n_steps) * n_envs
     elif pair.algo == "ars":
         budget = 0  # two iterations: measured by a first rlexp run (see _ars_budget)
     else:

@@ -68,6 +68,8 @@ def _schemas_by_store_name(schema: Any) -> dict[str, type]:
     from omegaconf import OmegaConf
 
     schema.register_configs()
+    with contextlib.suppress(ImportError):  # (the sweeper's schema registers itself when its plugin is imported)
+        importlib.import_module("hydra_plugins.rlexp_optuna_sweeper.config")
     found: dict[str, type] = {}
     for name in ConfigStore.instance().list(""):
         if not name.endswith("_schema.yaml"):
@@ -154,8 +156,54 @@ def _schema_table(cls: type, prefix: str, group_choice: dict[str, str]) -> tuple
             shown = f"the `{_schedule_names()[default['_target_']]}` schedule"
         else:
             shown = _code(default)
-        rows.append(f"| {_breakable(key)} | {_type_name(tp)} | {shown} | {_text(comments.get(f.name, ''))} |")
+        text = ". ".join(t.rstrip(".") for t in (comments.get(f.name, ""), _range_text(cls, f.name)) if t)
+        rows.append(f"| {_breakable(key)} | {_type_name(tp)} | {shown} | {_text(text)} |")
     return rows, nested
+
+
+def _range_text(cls: type, name: str) -> str:
+    """``Must be > 0.`` for a key whose schema field declares a range (rlexp.config.validation checks it)."""
+    must_be = _schema_module().field_range(cls, name)
+    return f"Must be {must_be}" if must_be is not None else ""
+
+
+def _schema_defaults(cls: type) -> dict[str, Any]:
+    """A schema's keys with a default, and the default (enums as their values)."""
+    from omegaconf import MISSING
+
+    found = {}
+    for f in dataclasses.fields(cls):
+        default = _default(f)
+        if default not in (dataclasses.MISSING, MISSING):
+            found[f.name] = default.value if isinstance(default, enum.Enum) else default
+    return found
+
+
+def _schema_comments(cls: type) -> dict[str, str]:
+    """The comment of each field of a dataclass, from the class that declares or last comments it."""
+    comments: dict[str, str] = {}
+    for base in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(base):
+            comments.update({k: v for k, v in _field_comments(base).items() if v})
+    return comments
+
+
+def _rlexps_own(cls: type, name: str) -> bool:
+    """Whether rlexp declares field ``name`` of a schema (not hydra-submitit-launcher, whose schemas rlexp's
+    launcher presets extend)."""
+    owner = next((c for c in cls.__mro__ if name in vars(c).get("__annotations__", {})), cls)
+    return owner.__module__.startswith(("rlexp.", "hydra_plugins.rlexp_"))
+
+
+def _documented() -> set[type]:
+    """The dataclasses whose keys and defaults the experiment-config section lists."""
+    found: set[type] = set()
+    queue: list[type] = [_schema_module().ExperimentConfig]
+    while queue:
+        cls = queue.pop()
+        found.add(cls)
+        queue += [t for t in typing.get_type_hints(cls).values() if dataclasses.is_dataclass(t) and t not in found]
+    return found
 
 
 def _schedule_names() -> dict[str, str]:
@@ -197,8 +245,8 @@ def _schema_section(schema: Any, group_choice: dict[str, str]) -> list[str]:
         "### `algo.*`",
         "",
         "The keys of `algo` are the constructor arguments of the algorithm's class, one schema per algorithm",
-        "(a key the chosen algorithm does not take is refused); their values are in the",
-        "[`algo` options](#group-algo) below, their types here:",
+        "(a key the chosen algorithm does not take is refused); their defaults, the library's, are listed under",
+        "each [`algo` option](#group-algo) below, their types here:",
         "",
         "| algo | keys and types |",
         "|---|---|",
@@ -395,7 +443,13 @@ def _option_section(group: str, path: Path, schemas: dict[str, type]) -> list[st
         notes.append(f"its keys go under `{package}`")
     if notes:
         out += ["(" + "; ".join(notes) + ")", ""]
-    rows = [(k, v) for k, v in _flat({k: v for k, v in data.items() if k != "defaults"})]
+    own = {k: v for k, v in data.items() if k != "defaults"}
+    rows = [(k, v) for k, v in _flat(own)]
+    if schema is not None and not extends and schema not in _documented():
+        # (an algorithm's values, the sweeper's: the schema holds their defaults, and no section above lists them)
+        defaults = {k: v for k, v in _schema_defaults(schema).items() if k not in own and _rlexps_own(schema, k)}
+        rows += _flat(defaults)
+        comments = {**_schema_comments(schema), **comments}
     if rows:
         typed = bool(hints)
         out += [
@@ -477,25 +531,26 @@ def config_page() -> str:
 
 # ------------------------------------------------------------------------------------------------ tuned/
 def _baseline(algo: str | None, env: str | None) -> dict[str, Any]:
-    """What a run of this pair would have without a tuned file: the algo option's values, the env
-    preset's over the env schema's defaults, constant schedules."""
+    """What a run of this pair would have without a tuned file: the algorithm's defaults, the env
+    preset's values over the env schema's defaults, constant schedules."""
     schema = _schema_module()
     values: dict[str, Any] = {}
     for f in dataclasses.fields(schema.EnvConfig):
         default = _default(f)
         if default is not dataclasses.MISSING:
             values[f"env.{f.name}"] = default.value if isinstance(default, enum.Enum) else default
-    for group, name in (("algo", algo), ("env", env)):
-        if name and (CONF / group / f"{name}.yaml").is_file():
-            data = {k: v for k, v in _load(CONF / group / f"{name}.yaml").items() if k != "defaults"}
-            values.update(_flat(data, f"{group}."))
+    if algo in schema.ALGO_SCHEMAS:
+        values.update(_flat(_schema_defaults(schema.ALGO_SCHEMAS[algo]), "algo."))
+    if env and (CONF / "env" / f"{env}.yaml").is_file():
+        data = {k: v for k, v in _load(CONF / "env" / f"{env}.yaml").items() if k != "defaults"}
+        values.update(_flat(data, "env."))
     return values
 
 
 def tuned_rows() -> list[dict[str, Any]]:
     """One dict per conf/tuned/<algo>_<env>.yaml: algo, env, env id, budget, n_envs, the keys whose values
     differ from the pair's own, and the notes of the file's leading comment."""
-    algos = sorted((p.stem for p in (CONF / "algo").glob("*.yaml")), key=len, reverse=True)
+    algos = sorted(_schema_module().ALGO_SCHEMAS, key=len, reverse=True)
     envs = {p.stem for p in (CONF / "env").glob("*.yaml")}
     schedules = _schedule_names()
     rows = []
@@ -549,18 +604,19 @@ def tuned_page() -> str:
         "---",
         "# Tuned hyperparameters",
         "",
-        " · ".join(f"[{algo}](#{algo})" for algo in algos) + " · [notes](#notes-in-the-files)",
+        " · ".join(f"[{algo}](#{algo})" for algo in algos)
+        + " · [notes](#notes-in-the-files) · [env families](#env-families)",
         "",
         f"Generated from `conf/tuned/` when this site was built: {len(rows)} files, one section per algorithm. A",
         "run picks `tuned/<algo>_<env>.yaml` by itself when the pair has one (it says so when it starts) and",
         "records it in `summary.json` (`tuned_file`); `~tuned` trains with the algorithm's plain defaults",
         "instead, and anything on the command line wins over the file. The values are RL Baselines3 Zoo's",
         "(where the zoo's entry has another id, the env id column gives it), generated from its YAML by",
-        "`tests/zoo_values.py`; the notes at the end say where rlexp departs from them. `env.id=<the zoo's id>`",
+        "`tools/zoo_import.py`; the notes at the end say where rlexp departs from them. `env.id=<the zoo's id>`",
         "picks the same file (`rlexp list` prints these tables in a terminal).",
         "",
         "The last column lists the keys whose values differ from the algorithm's and the env preset's own",
-        "(`algo.*` from `conf/algo/`, `env.*` from `conf/env/` and the schema), and the schedules.",
+        "(`algo.*` from the algorithm's schema, `env.*` from `conf/env/` and the schema), and the schedules.",
     ]
     for algo in algos:
         pairs = [r for r in rows if r["algo"] == algo]
@@ -585,7 +641,36 @@ def tuned_page() -> str:
     if noted:
         out += ["", "## Notes in the files", ""]
         out += [f"- `{r['file']}`: {_text(r['notes'])}" for r in noted]
+    out += _families_section(rows)
     return "\n".join([*out, ""])
+
+
+def _families_section(rows: list[dict[str, Any]]) -> list[str]:
+    """The env families as rlexp.config.env_families declares them (one entry each), with their tuned files."""
+    _schema_module()  # (src/ first on sys.path)
+    families = importlib.import_module("rlexp.config.env_families").FAMILIES
+    of_preset = {p.stem: _load(p).get("family") for p in (CONF / "env").glob("*.yaml")}
+    tuned = {f.name: sum(of_preset.get(r["env"]) == f.name for r in rows) for f in families}
+    out = [
+        "",
+        "## Env families",
+        "",
+        "From `FAMILIES` in `src/rlexp/config/env_families.py`, where each family is one entry: the extra that",
+        "installs it, the package whose import registers its ids, the preset any id of it gets when no preset",
+        "of its own answers to it, and what every preset of the family adds to its envs.",
+        "",
+        "| family | extra | ids registered by | any id gets | presets add | tuned files |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in families:
+        adds = [f"`{target.rsplit('.', 1)[1]}`" for target in f.wrappers.values()]
+        adds += [f"frame_stack={f.frame_stack}"] if f.frame_stack else []
+        adds += [f"{key}={value}" for key, value in f.kwargs.items()]
+        out.append(
+            f"| {f.name} | {f'`{f.extra}`' if f.extra else '(core)'} | {f'`{f.module}`' if f.module else 'Gymnasium'} "
+            f"| {f'`env={f.preset}`' if f.preset else '-'} | {', '.join(adds) or '-'} | {tuned[f.name]} |"
+        )
+    return out
 
 
 def _zoo_version(rows: list[dict[str, Any]]) -> str:

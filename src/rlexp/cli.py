@@ -262,7 +262,7 @@ def _main() -> None:
 
 
 def _ctrl_c() -> NoReturn:
-    """Ctrl-C before a run's own stop handling is in place (rlexp.rundir.preemption.StopOnSignal): no dir is left for a run
+    """Ctrl-C before a run's own stop handling is in place (rlexp.lifecycle.preemption.StopOnSignal): no dir is left for a run
     that never started; a multirun says how to go on."""
     front_door = sys.modules.get("rlexp.run.front_door")
     if front_door is not None:

@@ -12,8 +12,10 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
+from rlexp.config.schema import ALGO_SCHEMAS
+
 CONF = files("rlexp.conf")
-ALGOS = sorted(p.name.removesuffix(".yaml") for p in (CONF / "algo").iterdir() if p.name.endswith(".yaml"))
+ALGOS = sorted(ALGO_SCHEMAS)
 ENVS = sorted(p.name.removesuffix(".yaml") for p in (CONF / "env").iterdir() if p.name.endswith(".yaml"))
 TUNED = sorted(p.name.removesuffix(".yaml") for p in (CONF / "tuned").iterdir() if p.name.endswith(".yaml"))
 # constructor arguments that the manager passes itself rather than reading from algo.*
@@ -33,31 +35,15 @@ MANAGED = {
 
 
 def test_registry_is_complete():
-    assert (
-        sorted(
-            [
-                "ppo",
-                "a2c",
-                "dqn",
-                "sac",
-                "td3",
-                "ddpg",
-                "tqc",
-                "trpo",
-                "qrdqn",
-                "ars",
-                "recurrent_ppo",
-                "crossq",
-            ]
-        )
-        == ALGOS
-    )
-    assert len(ENVS) >= 50  # one preset per env RL Zoo tunes (tests/zoo_values.py)
+    """Each registered algorithm is an option, and each option a registered algorithm."""
+    options = sorted(p.name.removesuffix(".yaml") for p in (CONF / "algo").iterdir() if p.name.endswith(".yaml"))
+    assert options == ALGOS
+    assert len(ENVS) >= 50  # one preset per env RL Zoo tunes (tools/zoo_envs.yaml)
     assert len(TUNED) >= 230
 
 
 @pytest.mark.parametrize("algo", ALGOS)
-def test_algo_yaml_holds_the_library_defaults(algo):
+def test_algo_schema_holds_the_library_defaults(algo):
     cfg, _ = compose_cfg([f"algo={algo}", "~tuned"])
     cls = get_class(cfg.algo._target_)
     params = inspect.signature(cls.__init__).parameters

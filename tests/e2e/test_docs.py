@@ -463,7 +463,7 @@ def test_the_run_dir_reference_names_every_file_and_key():
     assert [n for n in sorted(names) if n not in page] == []
     import dataclasses
 
-    record = pytest.importorskip("rlexp.run.record")
+    record = pytest.importorskip("rlexp.rundir.record")
     keys = [f.name for f in dataclasses.fields(record.RunRecord) if f.name != "extra"]
     summary = page.split("## `summary.json`", 1)[1].split("\n## ", 1)[0]
     assert [k for k in keys if f"`{k}`" not in summary] == []

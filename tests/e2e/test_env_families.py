@@ -193,6 +193,25 @@ def test_rlexp_list_shows_the_tuned_pairs(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "did you mean mujoco?" in bad.stderr
 
 
+def test_a_family_is_one_entry_with_its_extra_and_its_preset() -> None:
+    """Each family's extra is one of pyproject's, its preset for any id is shipped, and the allow-list takes
+    its package and its wrappers' modules from the entry."""
+    from importlib.resources import files
+
+    import tomllib
+
+    from rlexp.config.env_families import FAMILIES
+    from rlexp.rundir.trust import CLASS_MODULES, ENV_PACKAGES
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    extras = pyproject["project"]["optional-dependencies"]
+    for family in FAMILIES:
+        assert family.extra is None or family.extra in extras, family.name
+        assert family.preset is None or (files("rlexp.conf") / "env" / f"{family.preset}.yaml").is_file()
+        assert family.package in ENV_PACKAGES and set(family.class_modules) <= set(CLASS_MODULES)
+    assert "stable_baselines3.common.atari_wrappers" in CLASS_MODULES and "minigrid.wrappers" in CLASS_MODULES
+
+
 def _fetch_runs() -> bool:
     from importlib.metadata import version
 

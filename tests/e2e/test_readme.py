@@ -104,12 +104,14 @@ def test_error_example_prints_what_readme_shows(command, output, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_environments_table_counts_the_shipped_tuned_pairs():
+def test_the_environments_table_has_every_family_its_extra_and_its_tuned_pairs():
     from collections import Counter
 
+    from rlexp.config.env_families import FAMILIES
     from rlexp.config.tuned import tuned_pairs
 
     lines = _section("Environments").split("| family |", 1)[1].split("\n\n", 1)[0].splitlines()
     rows = [line.split("|")[1:-1] for line in lines[2:]]  # (after the header's rest and its |---| line)
-    table = {cells[0].strip(): int(cells[2]) for cells in rows}
-    assert table == dict(Counter(p.family for p in tuned_pairs()))
+    table = {cells[0].strip(): (cells[1].strip(), int(cells[2])) for cells in rows}
+    counts = Counter(p.family for p in tuned_pairs())
+    assert table == {f.name: (f"`{f.extra}`" if f.extra else "(core)", counts[f.name]) for f in FAMILIES}

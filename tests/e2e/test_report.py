@@ -133,7 +133,7 @@ def _set_status(run_dir: Path, **changes) -> None:
 
 
 def test_runs_that_did_not_complete_are_listed_and_left_out(multirun, tmp_path):
-    from rlexp.rundir import lock
+    from rlexp.lifecycle import lock
 
     sweep = tmp_path / "sweep"
     shutil.copytree(multirun[0], sweep, ignore=shutil.ignore_patterns("report"))

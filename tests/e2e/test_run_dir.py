@@ -483,7 +483,7 @@ def test_a_run_of_an_older_rlexp_without_the_keys_added_since_is_the_same_run(tm
     import yaml
     from conftest import compose_cfg
 
-    from rlexp.rundir.state import config_difference
+    from rlexp.lifecycle.state import config_difference
 
     train([*FAST, "callbacks=none"], tmp_path)
     saved = yaml.safe_load((tmp_path / "config.yaml").read_text())

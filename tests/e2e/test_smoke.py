@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from conftest import FAST, train
 
-# algorithm -> (env preset, extra overrides that keep the run to a few hundred steps)
+from rlexp.config.schema import ALGO_SCHEMAS
+
+# algorithm -> (env preset, extra overrides that keep the run to a few hundred steps); one row per registered
+# algorithm (a missing row fails its test)
 SMOKE = {
     "ppo": ("cartpole", []),
     "a2c": ("cartpole", []),
@@ -22,7 +25,7 @@ SMOKE = {
 }
 
 
-@pytest.mark.parametrize("algo", sorted(SMOKE))
+@pytest.mark.parametrize("algo", sorted(ALGO_SCHEMAS))
 def test_algorithm_trains(algo, tmp_path):
     env, extra = SMOKE[algo]
     summary = train([f"algo={algo}", f"env={env}", *FAST, *extra], tmp_path)

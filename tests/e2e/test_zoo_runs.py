@@ -222,5 +222,5 @@ def test_yaml_aliases_and_a_zoo_run_still_writing_its_evaluations(tmp_path: Path
     with pytest.raises(Exception, match="an alias"):
         zoo_config(find_zoo_run(run))
     (run / "evaluations.npz").write_bytes(b"PK\x03\x04 cut short while the zoo rewrote it")
-    summary = zoo_summary(find_zoo_run(run))
-    assert summary["status"].startswith("evaluations.npz unreadable") and "final_eval" not in summary
+    record = zoo_summary(find_zoo_run(run))
+    assert record.status.startswith("evaluations.npz unreadable") and record.final_score is None

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
-from zoo_values import ENVS, ClassRef, zoo_pairs
+from zoo_import import ENVS, ClassRef, zoo_pairs
 
 import rlexp
 

@@ -1,5 +1,6 @@
 """The shape of the package, kept from rotting: pyproject.toml's import-linter contracts (layers, no import
-cycle), every run-dir file name spelled in rlexp.rundir.contract alone, no subpackage a room of its own."""
+cycle), every run-dir file name spelled in rlexp.rundir.contract alone, summary.json read as one typed record,
+no subpackage a room of its own."""
 
 from __future__ import annotations
 
@@ -53,6 +54,23 @@ def _spelled(path: Path) -> list[str]:
     return found
 
 
+def _reads_summary_json(path: Path) -> bool:
+    tree = ast.parse(path.read_text())
+    return any(isinstance(node, (ast.Name, ast.Attribute, ast.alias)) and "read_summary" in ast.dump(node)
+               for node in ast.walk(tree))  # fmt: skip
+
+
+def test_summary_json_is_read_through_the_typed_record_only():
+    """Outside the run-dir layer, summary.json is read as a RunRecord (rundir/record.py), never as a dict
+    whose keys each reader spells; the API hands users the dict itself (Run.summary)."""
+    readers = sorted(
+        str(path.relative_to(SRC.parent))
+        for path in [*SRC.rglob("*.py"), *(SRC.parent / "hydra_plugins").rglob("*.py")]
+        if "rundir" not in path.parts and _reads_summary_json(path)
+    )
+    assert readers == ["rlexp/api/runs.py"]
+
+
 def test_run_dir_names_are_spelled_in_the_contract_only():
     assert {"summary.json", "config.yaml", "evaluations.npz", "checkpoints", "model.zip"} <= CONTRACT_NAMES
     spelled = [hit for path in sorted(SRC.rglob("*.py")) if path.name != "contract.py" for hit in _spelled(path)]
@@ -63,6 +81,21 @@ def test_run_dir_names_are_spelled_in_the_contract_only():
 def test_no_subpackage_is_a_room_of_its_own(package):
     lines = sum(len(path.read_text().splitlines()) for path in (SRC / package).rglob("*.py"))
     assert lines < 1500, f"rlexp.{package} has {lines} lines: split it by concern"
+
+
+def test_an_env_family_is_named_in_its_own_module_only():
+    """What a family is (Atari's preprocessing, MiniGrid's stochastic evaluation...) is a field of its entry in
+    rlexp.config.env_families: no other module compares a family's name."""
+    from rlexp.config.env_families import BY_NAME
+
+    named = [
+        f"{path.relative_to(SRC)}:{node.lineno}: {node.value!r}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path.name != "env_families.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value in BY_NAME
+    ]
+    assert named == []
 
 
 def test_the_manager_only_wires():

@@ -9,7 +9,8 @@ import optuna
 import pytest
 
 from rlexp.errors import Interrupted
-from rlexp.run.record import ABSENT, RunRecord, failure_status, run_end_lines
+from rlexp.run.record import run_end_lines
+from rlexp.rundir.record import ABSENT, RunRecord, failure_status, read_record
 
 
 def _record(**changes) -> RunRecord:
@@ -103,14 +104,8 @@ def test_how_a_run_ended_is_its_status():
     record = _record()
     record.fail(RuntimeError("the env broke"))
     assert record.status == "failed" and record.error == "RuntimeError: the env broke"
-    record.resume(50, threads=2, cfg=_cfg())
+    record.resume(50, threads=2, sbx=False)
     assert record.status == "running" and "error" not in record.to_json() and record.resumed[0]["step"] == 50
-
-
-def _cfg():
-    from omegaconf import OmegaConf
-
-    return OmegaConf.create({"backend": "sb3"})
 
 
 def test_the_last_lines_say_where_the_run_is_and_how_it_scored(tmp_path):
@@ -123,3 +118,23 @@ def test_the_last_lines_say_where_the_run_is_and_how_it_scored(tmp_path):
     ]
     with pytest.raises(AssertionError):
         _ = _record().final_mean
+
+
+def test_readers_get_typed_scores_and_defaults_for_what_a_summary_lacks(tmp_path):
+    assert read_record(tmp_path) is None  # (no summary.json: a run that never started)
+    (tmp_path / "summary.json").write_text(
+        json.dumps(
+            {
+                "status": "completed",
+                "final_eval": {"mean": 3, "std": 0.0},
+                "best_eval": None,
+                "random_baseline": {"episodes": 10, "endless": 10},
+                "steps_done": 800,
+            }
+        )
+    )
+    record = read_record(tmp_path)
+    assert (record.final_score, record.best_score, record.random_score, record.steps) == (3.0, None, None, 800)
+    assert (record.seed, record.env_id, record.backend, record.algo_class) == (None, "", "sb3", "")
+    assert RunRecord(final_eval={"mean": "nan?"}).final_score is None and RunRecord().steps is None
+    assert RunRecord().status == ""  # (a summary.json without a status: a report says so)

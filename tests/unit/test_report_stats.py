@@ -4,6 +4,8 @@ optimality gap and probability of improvement, with their stratified bootstrap i
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from rliable import library, metrics  # (the test extra's: a missing one must fail here, not skip)
@@ -11,6 +13,7 @@ from scipy import stats
 from statsmodels.stats import multitest, power
 
 from rlexp.stats import bootstrap, significance
+from rlexp.stats.aggregates import IQM, MEAN, MEDIAN, OPTIMALITY_GAP, STATISTICS, Scores, Statistic, reported
 
 # rliable's intervals are drawn with fewer repetitions (it loops in Python: ~0.4 ms each): endpoints are
 # compared within a share of the interval's width, several times the Monte-Carlo error measured here
@@ -37,13 +40,8 @@ def _close(
 def test_aggregates_and_intervals_match_rliable(scores):
     a, _ = scores
     tasks = [a[:, t] for t in range(a.shape[1])]
-    aggregates = {
-        "iqm": bootstrap.iqm_of_runs,
-        "mean": bootstrap.mean,
-        "median": bootstrap.median,
-        "optimality_gap": bootstrap.optimality_gap,
-    }
-    mine = bootstrap.interval_estimates([t / 100 for t in tasks], aggregates, seed=0)
+    statistics = {s.name: s for s in (IQM, MEAN, MEDIAN, OPTIMALITY_GAP)}
+    mine = bootstrap.interval_estimates([t / 100 for t in tasks], statistics, seed=0)
     np.random.seed(0)  # rliable draws from numpy's global generator
     points, intervals = library.get_interval_estimates(
         {"a": a / 100},
@@ -57,7 +55,7 @@ def test_aggregates_and_intervals_match_rliable(scores):
         ),
         reps=RLIABLE_REPS,
     )
-    for i, name in enumerate(aggregates):
+    for i, name in enumerate(statistics):
         _close(mine[name], points["a"][i], intervals["a"][0, i], intervals["a"][1, i], WITHIN)
 
 
@@ -73,7 +71,7 @@ def test_probability_of_improvement_matches_rliable(scores):
 
 def test_one_env_median_and_iqm_intervals_match_scipys_bootstrap(scores):
     x = scores[0][:, 1]
-    mine = bootstrap.interval_estimates([x], bootstrap.AGGREGATES, seed=0)
+    mine = bootstrap.interval_estimates([x], reported(Scores.RAW), seed=0)
     for name, statistic in (("median", np.median), ("iqm", lambda v, axis: stats.trim_mean(v, 0.25, axis=axis))):
         ci = stats.bootstrap(
             (x,), statistic, n_resamples=50_000, method="percentile", rng=np.random.default_rng(1)
@@ -83,9 +81,52 @@ def test_one_env_median_and_iqm_intervals_match_scipys_bootstrap(scores):
 
 
 def test_one_run_has_no_interval():
-    found = bootstrap.interval_estimates([np.array([3.0])], bootstrap.AGGREGATES)
+    found = bootstrap.interval_estimates([np.array([3.0])], reported(Scores.RAW))
     assert found["mean"] == (3.0, None, None) and found["iqm"] == (3.0, None, None)
     assert np.isnan(found["std"][0]) and found["std"][1:] == (None, None)
+
+
+def _resamples(n: int) -> np.ndarray:
+    """Resamples of n runs as indices (reps, n): every one there is for n <= 4, else 2,000 drawn."""
+    if n <= 4:
+        return np.array(list(itertools.product(range(n), repeat=n)))
+    return np.random.default_rng(n).integers(0, n, size=(2_000, n))
+
+
+@pytest.mark.parametrize("statistic", [s for s in STATISTICS if s.of_counts], ids=lambda s: s.name)
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8])
+def test_a_statistics_form_of_counts_is_its_pooled_form(statistic, n):
+    """On one task, the bootstrap computes a statistic from counts over the sorted runs: on every resample
+    it must give what the statistic gives of the resampled runs themselves. Scores around 1 with ties, so
+    that the optimality gap's cap and the median's and IQM's order statistics all matter."""
+    v = np.sort(np.random.default_rng(n).choice([0.2, 0.5, 0.9, 1.0, 1.3, 2.0], size=n))
+    draws = _resamples(n)
+    counts = np.stack([np.bincount(row, minlength=n) for row in draws]).astype(np.float64)
+    from_counts = statistic.of_counts(v, counts, np.cumsum(counts, axis=1))
+    pooled = [float(statistic.pooled([v[row]])) for row in draws]
+    np.testing.assert_allclose(from_counts, pooled, rtol=1e-12, atol=1e-12)
+
+
+def test_a_statistic_without_a_form_of_counts_leaves_the_others_as_they_were(scores):
+    """One task: a statistic declared without a form of counts is computed from the resamples the counts
+    stand for; every other statistic keeps its form of counts and the very same numbers."""
+    x = scores[0][:, 1]
+    pooled_iqm = Statistic("pooled_iqm", "IQM", IQM.pooled, None, frozenset({Scores.RAW}))
+    alone = bootstrap.interval_estimates([x], reported(Scores.RAW), seed=0)
+    mixed = bootstrap.interval_estimates([x], {**reported(Scores.RAW), "pooled_iqm": pooled_iqm}, seed=0)
+    assert {key: mixed[key] for key in alone} == alone
+    assert mixed["pooled_iqm"] == pytest.approx(alone["iqm"], rel=1e-12)  # the same resamples
+
+
+def test_no_two_statistics_share_a_key_and_groups_csv_has_each():
+    """No two statistics share a key on any scores (reported() would keep only one of them), and
+    groups.csv has a column for every key the report computes."""
+    from rlexp.reporting.write import ESTIMATES
+
+    for scores in Scores:
+        assert len(reported(scores)) == sum(scores in s.on for s in STATISTICS), scores
+    keys = {key for scores in Scores for key in reported(scores)}
+    assert len(ESTIMATES) == len(set(ESTIMATES)) and set(ESTIMATES) == keys
 
 
 def test_one_run_against_others_has_no_interval():

@@ -1,4 +1,5 @@
-"""Typed schema of `hydra/sweeper=optuna`; its values live in rlexp's conf/hydra/sweeper/optuna.yaml."""
+"""Typed schema of `hydra/sweeper=optuna`, with its defaults; rlexp's conf/hydra/sweeper/optuna.yaml chooses
+the sampler and the pruner and names the study and its space."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ class OptunaSweeperConf:
     sampler: Any = MISSING
     pruner: Any = MISSING
     direction: str = "maximize"
-    # Optuna storage URL; null: a SQLite file in the sweep directory; journal:///path for a journal file
+    # Optuna storage URL; null: a SQLite file in the sweep directory (sqlite:///<sweep dir>/study.db); any
+    # Optuna RDB URL (postgresql://user:pw@host/db); journal:///path for a journal file
     storage: Optional[str] = None
     study_name: str = MISSING
     # trials this study should finish (completed, pruned or failed), counting those of earlier runs

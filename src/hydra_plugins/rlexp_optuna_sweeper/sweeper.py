@@ -34,8 +34,9 @@ import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the s
 from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Diverged, Interrupted
 from rlexp.files.atomic import atomic_write_text
-from rlexp.rundir.contract import COMPLETED, FAILED, INTERRUPTED, PRUNED, TRIAL_FILE, read_summary
-from rlexp.rundir.lock import abandoned, is_free, wait_until_free
+from rlexp.lifecycle.lock import abandoned, is_free, wait_until_free
+from rlexp.rundir.contract import COMPLETED, FAILED, INTERRUPTED, PRUNED, SEED_DIR_PREFIX, TRIAL_FILE
+from rlexp.rundir.record import RunRecord, read_record
 from rlexp.search.results import trial_command, trial_dir, write_results
 from rlexp.search.space import parse_search_space
 from rlexp.search.storage import has_password, open_storage, shown
@@ -311,16 +312,12 @@ class OptunaSweeper(Sweeper):
     def _tell_or_hand_over(self, study: optuna.Study, trial: optuna.Trial, ret: JobReturn) -> None:
         """A batch cut short by a stop signal: a trial whose run ended (completed, pruned, failed on its
         own) is told so; one whose run was stopped, or never started, is queued again."""
-        try:
-            summary = read_summary(Path(trial.user_attrs[RUN_DIR_ATTR]))
-        except ConfigError:
-            summary = None
+        record = _record(Path(trial.user_attrs[RUN_DIR_ATTR]))
         if ret.status == JobStatus.COMPLETED or isinstance(ret._return_value, optuna.TrialPruned):
             self._tell(study, trial, ret)
-        elif summary is not None and summary.get("status") == FAILED:
-            self._tell(
-                study, trial, JobReturn(status=JobStatus.FAILED, _return_value=RuntimeError(summary.get("error")))
-            )
+        elif record is not None and record.status == FAILED:
+            error = record.error if isinstance(record.error, str) else None
+            self._tell(study, trial, JobReturn(status=JobStatus.FAILED, _return_value=RuntimeError(error)))
         elif hand_over(study, study._storage.get_trial(trial._trial_id), _stopped_at(trial)):
             log.info("trial %d queued again (from its checkpoint, if its run saved one)", trial.number)
 
@@ -416,7 +413,7 @@ class OptunaSweeper(Sweeper):
     def _run_number(self, study: optuna.Study, trial: optuna.Trial) -> int:
         """Whose run a trial is: its own, or, for a trial that runs a lost trial's parameters again (its
         sweeper was killed or preempted), the lost trial's run when it is in this sweep's dir: the same
-        seed and run dir, so that it continues from the lost run's checkpoint (rlexp.rundir.state)."""
+        seed and run dir, so that it continues from the lost run's checkpoint (rlexp.lifecycle.state)."""
         lost = lost_trial(study, trial)
         if lost is None:
             return trial.number
@@ -429,7 +426,8 @@ class OptunaSweeper(Sweeper):
         if not _resumable_now(run_dir):
             return trial.number  # a run of its own: the lost run completed, or is still going
         trial.set_user_attr(RUN_NUMBER_ATTR, number)
-        step = (read_summary(run_dir) or {}).get("steps_done")
+        record = _record(run_dir)
+        step = None if record is None else record.steps
         log.info(
             "trial %d continues the run of trial %d (%s) from its checkpoint%s",
             trial.number,
@@ -468,18 +466,11 @@ class OptunaSweeper(Sweeper):
             value = json.loads((run_dir / TRIAL_FILE).read_text())["mean"]
             return JobReturn(status=JobStatus.COMPLETED, _return_value=value)
 
-        statuses = {}
-        for d in [run_dir, *sorted(run_dir.glob("seed_*"))]:
-            try:
-                found = read_summary(d)
-            except ConfigError:  # unreadable: that run's outcome is unknown
-                found = None
-            if found is not None:
-                statuses[d] = found
-        summary = statuses.get(run_dir)
-        if summary is not None and summary["status"] == COMPLETED:
-            return JobReturn(status=JobStatus.COMPLETED, _return_value=summary["final_eval"]["mean"])
-        if any(s["status"] == PRUNED for s in statuses.values()):
+        records = {d: _record(d) for d in [run_dir, *sorted(run_dir.glob(f"{SEED_DIR_PREFIX}*"))]}
+        record = records[run_dir]
+        if record is not None and record.status == COMPLETED and record.final_score is not None:
+            return JobReturn(status=JobStatus.COMPLETED, _return_value=record.final_score)
+        if any(r is not None and r.status == PRUNED for r in records.values()):
             return JobReturn(status=JobStatus.FAILED, _return_value=optuna.TrialPruned())
         return JobReturn(status=JobStatus.FAILED, _return_value=err)
 
@@ -518,11 +509,16 @@ class OptunaSweeper(Sweeper):
 
 def _stopped_at(trial: optuna.Trial) -> int | None:
     """The step at which a signal stopped the trial's run (None: it saved nothing, or never started)."""
+    record = _record(Path(trial.user_attrs[RUN_DIR_ATTR]))
+    return record.steps if record is not None and record.status == INTERRUPTED else None
+
+
+def _record(run_dir: Path) -> RunRecord | None:
+    """The run's record; None when it has none, or an unreadable one (that run's outcome is unknown)."""
     try:
-        summary = read_summary(Path(trial.user_attrs[RUN_DIR_ATTR]))
+        return read_record(run_dir)
     except ConfigError:
         return None
-    return summary.get("steps_done") if summary is not None and summary.get("status") == INTERRUPTED else None
 
 
 def _best_value(study: optuna.Study) -> float | None:
@@ -546,10 +542,7 @@ def _resumable_now(run_dir: Path) -> bool:
     (its process is gone: the lock is free, or its SLURM job is over), with no process holding it now.
     A run that completed, or whose process may still run (a local job that outlived its sweeper, a
     requeued SLURM job), is left alone: the new trial runs on its own."""
-    try:
-        summary = read_summary(run_dir)
-    except ConfigError:
+    record = _record(run_dir)
+    if record is None or is_free(run_dir) is False:
         return False
-    if summary is None or is_free(run_dir) is False:
-        return False
-    return summary.get("status") == INTERRUPTED or abandoned(summary, run_dir)
+    return record.status == INTERRUPTED or abandoned(record, run_dir)

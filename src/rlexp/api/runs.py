@@ -44,7 +44,7 @@ class Run:
         from rlexp.zoo.runs import zoo_summary
 
         if self._zoo is not None:
-            return zoo_summary(self._zoo)
+            return zoo_summary(self._zoo).to_json()
         summary = read_summary(self.dir, remedy="not a run dir of this rlexp?")
         if summary is None:
             raise ConfigError(f"{self.dir}: no summary.json (the run never started)")

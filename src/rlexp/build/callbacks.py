@@ -16,6 +16,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalC
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.files.atomic import remove_partial_saves, replace_durably
+from rlexp.lifecycle.preemption import StopEvaluation, StopOnSignal
 from rlexp.monitor.evaluation import eval_freq, training_rngs_untouched
 from rlexp.monitor.finite import FiniteTraining
 from rlexp.monitor.health import TrainingHealth
@@ -31,7 +32,6 @@ from rlexp.rundir.contract import (
     checkpoint_steps,
     write_best,
 )
-from rlexp.rundir.preemption import StopEvaluation, StopOnSignal
 
 
 class SaveBestCallback(BaseCallback):
@@ -101,7 +101,7 @@ class CheckpointCallback(BaseCallback):
 
 class RunEvalCallback(EvalCallback):
     """SB3's EvalCallback as a run needs it: a stop signal abandons an evaluation under way, between two
-    of its steps (rlexp.rundir.preemption.StopOnSignal: the run checkpoints its last trained state, counted
+    of its steps (rlexp.lifecycle.preemption.StopOnSignal: the run checkpoints its last trained state, counted
     at the rollout's start, and ends learn()); and evaluations.npz, which SB3 rewrites in place, is
     replaced whole, so that a kill never leaves it truncated."""
 

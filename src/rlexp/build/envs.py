@@ -91,7 +91,7 @@ def env_kwargs(env_cfg: DictConfig, for_eval: bool) -> dict[str, Any]:
 class _IgnoringStopSignals:
     """Env constructor for SubprocVecEnv workers. Ctrl-C and SLURM's signals reach every process of the
     job; the workers ignore them so that the main process can finish its rollout and save a checkpoint
-    (rlexp.rundir.preemption), then close them."""
+    (rlexp.lifecycle.preemption), then close them."""
 
     def __init__(self, make: Callable[..., gym.Env]) -> None:
         self.make = make
@@ -278,10 +278,10 @@ def _vectorized(
         venv: VecEnv = NumpyCartPoleVecEnv(env_cfg.id, n_envs, kwargs, steps, monitor_dir, not append)
         venv.seed(seed)
         return venv, False
-    from rlexp.vecenvs.envpool_env import EnvPoolVecEnv
+    from rlexp.vecenvs.envpool_env import EnvPoolVecEnv, atari_task
 
     task, options = envpool_options(env_cfg, kwargs)
-    atari = env_cfg.get("family") == "atari"
+    atari = atari_task(env_cfg)
     spaces = None
     if not atari:  # gymnasium's spaces (Atari's: EnvPool's stack is AtariWrapper's, frame-stacked, channels-first)
         env = make_env_fn(env_cfg, for_eval)()

@@ -25,8 +25,9 @@ from rlexp.build.noise import build_action_noise
 from rlexp.build.schedules import CONSTANT
 from rlexp.cluster.cpus import job_threads
 from rlexp.errors import ConfigError, collapsed, one_line_error
-from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE, read_summary
+from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
 from rlexp.rundir.pickles import model_objects, restricted_loads
+from rlexp.rundir.record import read_record
 from rlexp.rundir.trust import trusted_packages
 
 # replay buffer of the front door's probe model: the configured size is checked, not allocated
@@ -196,9 +197,9 @@ def find_trained_agent(path: str) -> tuple[Path, Path]:
 def _recorded_algo(model_dir: Path) -> str | None:
     """The algorithm that rlexp recorded for a run dir (model.zip may sit in a subdir such as best/)."""
     for d in (model_dir, model_dir.parent, model_dir.parent.parent):
-        summary = read_summary(d, remedy="fix or remove it")
-        if summary is not None:
-            return summary.get("algo_class")
+        record = read_record(d, remedy="fix or remove it")
+        if record is not None:
+            return record.algo_class or None
     return None
 
 

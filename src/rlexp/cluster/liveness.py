@@ -8,7 +8,6 @@ import socket
 import subprocess
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Any
 
 # the states of a SLURM job that has ended for good (PREEMPTED is left out: a requeue may follow)
 _SLURM_OVER = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT"}
@@ -78,13 +77,3 @@ def owner_is_gone(
     if job:
         return job in jobs_over if jobs_over is not None else slurm_job_is_over(job)
     return process_is_gone(host, pid)
-
-
-def run_process_is_gone(summary: dict[str, Any]) -> bool:
-    """The process that wrote a run's summary.json has ended."""
-    return owner_is_gone(
-        str(summary.get("host")),
-        str(summary.get("pid")),
-        summary.get("slurm_job_id"),
-        int(summary.get("slurm_restart") or 0),
-    )

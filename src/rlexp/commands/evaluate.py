@@ -101,22 +101,24 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     from rlexp.cluster.cpus import job_threads
     from rlexp.files.atomic import atomic_write_json, atomic_write_text
     from rlexp.rundir.checksums import sha256
-    from rlexp.rundir.contract import EVALUATE_DIR, RUNNING, read_summary
+    from rlexp.rundir.contract import EVALUATE_DIR, RUNNING
+    from rlexp.rundir.record import read_record
     from rlexp.stats.scores import summarize
     from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
     agent = open_agent(args.run, args.agent, args.trust)
     # what was scored: the agent's bytes now (a run still training may replace best/ or the final agent)
     checksum = sha256(agent.model)
-    status = (read_summary(agent.out_dir) or {}).get("status")
+    run = read_record(agent.out_dir)
+    status = None if run is None else run.status
     import torch
 
     torch.set_num_threads(job_threads(agent.cfg.torch_threads))
     seed, deterministic = agent.episode_seed(args.seed), agent.deterministic(args.stochastic)
     n_envs = args.n_envs or agent.eval_envs(args.episodes)
     episodes = run_episodes(agent, args.episodes, seed, deterministic, n_envs)
-    summary = summarize(episodes.returns, episodes.successes or None, seed=seed)
-    summary["mean_length"] = sum(episodes.lengths) / len(episodes.lengths)
+    score = summarize(episodes.returns, episodes.successes or None, seed=seed)
+    score["mean_length"] = sum(episodes.lengths) / len(episodes.lengths)
     record = {
         "agent": agent.name,
         "model": str(agent.model),
@@ -126,7 +128,7 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
         "seed": seed,
         "n_envs": n_envs,
         "deterministic": deterministic,
-        **summary,
+        **score,
     }
     stem = f"{agent.name}_seed{seed}_n{args.episodes}"
     stem += (f"_envs{n_envs}" if n_envs > 1 else "") + ("" if deterministic else "_stochastic")

@@ -57,7 +57,9 @@ def main(args: argparse.Namespace) -> int:
         source = p.source or "rlexp"
         if p.departures:
             source += f"; departs: {', '.join(p.departures)}"
-        env_id = "any Atari game" if p.env_id == "atari" else p.env_id
+        family = BY_NAME.get(p.family)
+        # (a file tuned for a whole family names the family as its env id: "any Atari game")
+        env_id = family.any_id if family is not None and family.any_id and p.env_id == family.name else p.env_id
         rows.append((p.algo, p.env, env_id, p.family, f"{p.n_timesteps:,}", source))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:

@@ -21,7 +21,7 @@ from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Interrupted
 
 if TYPE_CHECKING:  # (torch and SB3 load only when a run starts)
-    from rlexp.run.record import RunRecord
+    from rlexp.rundir.record import RunRecord
 
 # errors caused by what the user typed or configured: reported in one line, without a traceback
 USER_ERRORS = (ConfigError, HydraException, OmegaConfBaseException)
@@ -51,12 +51,12 @@ def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
     A user error of a single run exits with its line (``exit_on_error``, the command) or is raised (the
     Python API), after removing what the refused run created."""
     # torch and SB3 load only when a run starts (fast --help, --cfg)
+    from rlexp.lifecycle.lock import InUse
+    from rlexp.lifecycle.state import only_hydra_files, remove_created
     from rlexp.run import front_door
     from rlexp.run.manager import run
     from rlexp.run.trial import run_trial
     from rlexp.rundir.latest import point_latest
-    from rlexp.rundir.lock import InUse
-    from rlexp.rundir.state import only_hydra_files, remove_created
     from rlexp.search.study import ENV_TRIAL, job_trial
 
     hydra_cfg = HydraConfig.get()

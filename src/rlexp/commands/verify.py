@@ -24,15 +24,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from rlexp.rundir.checksums import changed, recorded_files
-    from rlexp.rundir.contract import CONFIG_FILE, MODEL_FILE, VECNORMALIZE_FILE, read_config_dict, read_summary
+    from rlexp.rundir.contract import CONFIG_FILE, MODEL_FILE, VECNORMALIZE_FILE, read_config_dict
     from rlexp.rundir.pickles import model_objects, restricted_loads
+    from rlexp.rundir.record import RunRecord, read_record
     from rlexp.rundir.trust import trusted_packages, untrusted
 
     run_dir: Path = args.run
     if not (run_dir / CONFIG_FILE).is_file():
         raise ConfigError(f"{run_dir}: no {CONFIG_FILE} (not an rlexp run dir)")
-    summary = read_summary(run_dir) or {}
-    recorded = summary.get("checksums") if isinstance(summary.get("checksums"), dict) else {}
+    record = read_record(run_dir) or RunRecord()
+    recorded = record.checksums if isinstance(record.checksums, dict) else {}
     problems = 0
     print(f"rlexp verify: {run_dir}")
     names = sorted({p.relative_to(run_dir).as_posix() for p in recorded_files(run_dir)} | set(recorded))
@@ -67,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         path = run_dir / name
         if not path.is_file() or path.name not in (MODEL_FILE, VECNORMALIZE_FILE):
             continue
-        if path.name == MODEL_FILE and summary.get("backend") == "sbx":
+        if path.name == MODEL_FILE and record.backend == "sbx":
             print(f"  {name}: an sbx agent pickles its JAX policy whole: opens only with --trust sbx")
             continue
         try:

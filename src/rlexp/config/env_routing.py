@@ -13,10 +13,8 @@ from typing import Any
 
 import yaml
 
+from rlexp.config.env_families import FAMILIES, family_of
 from rlexp.config.overrides import as_override
-
-# families whose ids all share one preset (any Atari game), and those whose preset serves an id without its own
-FAMILY_PRESETS = {"atari": "atari", "minigrid": "minigrid"}
 
 
 @dataclass(frozen=True)
@@ -39,9 +37,10 @@ def _presets() -> dict[str, dict[str, Any]]:
 def preset_index() -> dict[str, Preset]:
     """Every id a shipped env preset answers to."""
     index: dict[str, Preset] = {}
+    family_presets = {f.preset for f in FAMILIES if f.preset}  # (each answers to the ids of its family)
     for name, body in _presets().items():
         env_id = body.get("id")
-        if not isinstance(env_id, str) or name in FAMILY_PRESETS.values():
+        if not isinstance(env_id, str) or name in family_presets:
             continue
         index.setdefault(env_id, Preset(name, env_id, "own"))
         for alias in body.get("aliases") or ():
@@ -74,10 +73,8 @@ def preset_for(env_id: str) -> str | None:
     preset = preset_index().get(env_id)
     if preset is not None:
         return preset.name
-    from rlexp.config.env_families import family_of
-
     family = family_of(env_id)
-    return None if family is None else FAMILY_PRESETS.get(family.name)
+    return None if family is None else family.preset
 
 
 def routed(overrides: list[str]) -> tuple[list[str], str | None]:

@@ -7,72 +7,37 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import math
-from collections.abc import Callable
+from collections.abc import Iterator
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from rlexp.config.schema import Range, field_range
 from rlexp.errors import ConfigError
 
-_UNIT = ("in [0, 1]", lambda v: 0.0 <= v <= 1.0)
-_POSITIVE = ("> 0", lambda v: v > 0)
-_NOT_NEGATIVE = (">= 0", lambda v: v >= 0)
-# key -> (what it must be, test); a key the algorithm does not have, or a null where null is allowed, is skipped
-RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
-    "n_timesteps": _POSITIVE,
-    "seed": _NOT_NEGATIVE,  # (numpy and Gymnasium seed with non-negative integers)
-    "torch_threads": (">= 1", lambda v: v >= 1),
-    "algo.learning_rate": _POSITIVE,
-    "algo.gamma": _UNIT,
-    "algo.gae_lambda": _UNIT,
-    "algo.tau": _UNIT,
-    "algo.exploration_fraction": _UNIT,
-    "algo.exploration_initial_eps": _UNIT,
-    "algo.exploration_final_eps": _UNIT,
-    "algo.batch_size": _POSITIVE,
-    "algo.buffer_size": _POSITIVE,
-    "algo.n_steps": _POSITIVE,
-    "algo.n_epochs": _POSITIVE,
-    "algo.learning_starts": _NOT_NEGATIVE,
-    "algo.clip_range": _POSITIVE,
-    "algo.ent_coef": _NOT_NEGATIVE,
-    "algo.vf_coef": _NOT_NEGATIVE,
-    "algo.max_grad_norm": _POSITIVE,
-    "algo.target_update_interval": _POSITIVE,
-    "algo.policy_delay": _POSITIVE,
-    "algo.n_delta": _POSITIVE,
-    "env.n_envs": _POSITIVE,
-    "env.frame_stack": _NOT_NEGATIVE,
-    "env.max_episode_steps": _POSITIVE,
-    "action_noise.std": _NOT_NEGATIVE,
-    "callbacks.eval.freq": (">= 0 (0: no periodic evaluation)", lambda v: v >= 0),
-    "callbacks.eval.n_episodes": _POSITIVE,
-    "callbacks.eval.n_evaluations": _POSITIVE,
-    "callbacks.eval.final_episodes": _POSITIVE,
-    "callbacks.eval.n_envs": ("> 0 (null: one per episode, at most 16)", lambda v: v > 0),
-    "callbacks.checkpoint.freq": (">= 0 (0: no checkpoints)", lambda v: v >= 0),
-    "random_baseline.episodes": (">= 0 (0: no baseline)", lambda v: v >= 0),
-    "callbacks.checkpoint.keep_last": _POSITIVE,
-    "diagnostics.early": _UNIT,
-    "diagnostics.entropy_floor": _UNIT,
-    "diagnostics.ent_coef_floor": _UNIT,
-    "diagnostics.explained_variance_updates": _POSITIVE,
-    "diagnostics.max_approx_kl": _NOT_NEGATIVE,
-    "diagnostics.max_clip_fraction": _UNIT,
-    "diagnostics.q_factor": _NOT_NEGATIVE,
-    "diagnostics.q_every": _POSITIVE,
-    "diagnostics.train_eval_gap": _NOT_NEGATIVE,
-}
+
+def ranged_values(node: DictConfig, path: str = "") -> Iterator[tuple[str, Any, Range]]:
+    """(dotted key, value, range) of each key whose schema field declares a range (rlexp.config.schema's
+    ``ranged``), in the config's order; a key the algorithm does not have is not there to check."""
+    schema = OmegaConf.get_type(node)
+    for key in node:
+        full = f"{path}.{key}" if path else str(key)
+        child = node._get_node(key)
+        if isinstance(child, DictConfig):
+            if not child._is_none() and not child._is_missing():
+                yield from ranged_values(child, full)
+        elif dataclasses.is_dataclass(schema) and (must_be := field_range(schema, str(key))) is not None:
+            yield full, OmegaConf.select(node, str(key), default=None), must_be
 
 
 def check_ranges(cfg: DictConfig) -> None:
-    """Ranges that no typed schema expresses (RANGES), and evaluations that fit in the budget."""
-    for key, (rule, ok) in RANGES.items():
-        value = OmegaConf.select(cfg, key, default=None)
+    """Ranges that no type expresses (declared with their keys in the schema), and evaluations that fit in
+    the budget."""
+    for key, value, must_be in ranged_values(cfg):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue  # absent, null, or not a number (SAC's ent_coef: "auto")
-        if not ok(value) or (isinstance(value, float) and not math.isfinite(value)):
-            raise ConfigError(f"{key}={value}: must be {rule}")
+            continue  # null, or not a number (SAC's ent_coef: "auto")
+        if value not in must_be:
+            raise ConfigError(f"{key}={value}: must be {must_be}")
     n_evaluations = cfg.callbacks.eval.n_evaluations
     if n_evaluations is not None and n_evaluations > cfg.n_timesteps:
         raise ConfigError(f"callbacks.eval.n_evaluations={n_evaluations}: must be <= n_timesteps={cfg.n_timesteps}")

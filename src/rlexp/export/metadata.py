@@ -108,15 +108,15 @@ def usage(graph: Graph, files: dict[str, str]) -> str:
 def policy_record(
     agent: SavedAgent, graph: Graph, files: dict[str, str], opset: int | None, command: str
 ) -> dict[str, Any]:
-    from rlexp.rundir.contract import read_summary
     from rlexp.rundir.provenance import package_versions
+    from rlexp.rundir.record import RunRecord, read_record
 
     cfg = agent.cfg
     model_space = graph.module.policy.action_space
-    summary = read_summary(agent.out_dir) or {}
+    record = read_record(agent.out_dir) or RunRecord()
     return {
         "format_version": FORMAT_VERSION,
-        "algo": summary.get("algo"),
+        "algo": record.algo,
         "algo_class": cfg.algo._target_,
         "agent": agent.name,
         "model": str(agent.model.resolve()),
@@ -142,7 +142,7 @@ def policy_record(
             # envs side by side: with one per episode, episode i is the first of an env reset with seed + i
             "n_envs": agent.eval_envs(int(cfg.callbacks.eval.final_episodes)),
             "deterministic": agent.deterministic(False),
-            "final_eval": summary.get("final_eval") if agent.name == "final" else None,
+            "final_eval": record.final_eval if agent.name == "final" and isinstance(record.final_eval, dict) else None,
         },
         "versions": package_versions(EXPORT_PACKAGES),
         "command": command,

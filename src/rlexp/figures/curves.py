@@ -28,8 +28,8 @@ from rlexp.rundir.contract import (
     SUMMARY_FILE,
     TRAIN_EPISODES,
     read_evaluations,
-    read_summary,
 )
+from rlexp.rundir.record import RunRecord, read_record
 from rlexp.stats.scores import confidence_interval
 
 log = logging.getLogger(__name__)
@@ -99,24 +99,26 @@ def evaluations(run_dir: Path, seed: int = 0) -> tuple[np.ndarray, np.ndarray, n
 def read_curves(run_dir: Path, label: str | None = None) -> Curves:
     """The curves of a run dir (label: its dir name unless given). An unreadable file is left out with a
     warning: a figure of what is there beats none."""
-    summary: dict[str, Any] = {}
+    record = RunRecord()
     try:
-        summary = read_summary(run_dir) or {}
+        record = read_record(run_dir) or record
     except ConfigError as err:
         log.warning("%s: %s unreadable (%s); no random baseline drawn", run_dir, SUMMARY_FILE, err)
     train_steps, train_returns = np.empty(0), np.empty(0)
     try:
         train_steps, train_returns = training_episodes(
-            run_dir / MONITOR_DIR / TRAIN_EPISODES, int(summary.get("start_step", 0)), summary.get("steps_done")
+            run_dir / MONITOR_DIR / TRAIN_EPISODES,
+            record.start_step if isinstance(record.start_step, int) else 0,
+            record.steps,
         )
     except Exception as err:  # a truncated or foreign file: drawn without it (rlexp plot reads any dir)
         log.warning("%s: monitor files unreadable (%s); training episodes left out", run_dir, err)
     eval_steps, eval_mean, eval_ci = np.empty(0), np.empty(0), np.empty((0, 2))
     try:
-        eval_steps, eval_mean, eval_ci = evaluations(run_dir, int(summary.get("seed", 0)))
+        eval_steps, eval_mean, eval_ci = evaluations(run_dir, record.seed or 0)
     except Exception as err:  # (np.load: EOFError, BadZipFile, zlib.error, ValueError...)
         log.warning("%s: %s unreadable (%s); evaluations left out", run_dir, EVALUATIONS_FILE, err)
-    random = summary.get("random_baseline")
+    random = record.random_baseline
     return Curves(
         label or run_dir.name,
         train_steps,

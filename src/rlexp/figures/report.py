@@ -8,9 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from rlexp.stats.aggregates import STATISTICS, Scores
+
 MAX_LABEL = 45
 MAX_LEGEND = 10  # groups named in a legend, at most: more (a search's trials) would hide the curves
-STATS = (("iqm", "IQM"), ("mean", "mean"), ("median", "median"))
+# the interval estimates' columns: the statistics of both an env's scores and all envs' (every row has them)
+PANELS = tuple(s for s in STATISTICS if {Scores.RAW, Scores.OVER_ENVS} <= s.on)
 
 
 def _short(label: str) -> str:
@@ -78,7 +81,7 @@ def sample_efficiency(report: dict[str, Any], path: Path, title: str | None = No
 
 
 def interval_estimates(report: dict[str, Any], path: Path) -> Path | None:
-    """IQM, mean and median of each group with their CIs, one row of panels per env (and for all envs)."""
+    """Each group's PANELS (IQM, mean, median) with their CIs, one row of panels per env (and for all envs)."""
     from matplotlib.figure import Figure
 
     rows = [(env, [r for r in report["groups"] if r["env"] == env]) for env in report["counts"]["envs"]]
@@ -87,11 +90,12 @@ def interval_estimates(report: dict[str, Any], path: Path) -> Path | None:
     groups = report["groups_order"]
     colors = _colors(groups)
     fig = Figure(figsize=(11, 0.9 + 0.32 * len(groups) * len(rows) + 0.5 * len(rows)), layout="constrained")
-    axes = fig.subplots(len(rows), len(STATS), squeeze=False)
+    axes = fig.subplots(len(rows), len(PANELS), squeeze=False)
     for i, (env, entries) in enumerate(rows):
-        for j, (key, title) in enumerate(STATS):
+        for j, statistic in enumerate(PANELS):
             ax = axes[i][j]
-            key = key if env != "all envs (normalized)" else f"normalized_{key}"
+            key = statistic.key(Scores.OVER_ENVS if env == "all envs (normalized)" else Scores.RAW)
+            title = statistic.label
             for k, row in enumerate(entries):
                 estimate = row.get(key) or {}
                 if estimate.get("value") is None:

@@ -17,6 +17,7 @@ from rlexp.errors import ConfigError
 from rlexp.reporting.metrics import Grid, Metric, on_grid, why_no_grid
 from rlexp.reporting.runs import Run, differing_keys
 from rlexp.stats import bootstrap, significance
+from rlexp.stats.aggregates import Scores, reported
 
 BAND_REPS = 2_000  # resamples for the bands of the figures: a band to see, not a number to report
 PROFILE_POINTS = 101
@@ -122,13 +123,7 @@ def _randoms(runs: list[Run], envs: list[str]) -> dict[str, float | None]:
     """Each env's random-policy return (summary.json random_baseline, averaged over the runs)."""
     out: dict[str, float | None] = {}
     for env in envs:
-        values = [
-            float(r.summary["random_baseline"]["mean"])
-            for r in runs
-            if r.env == env
-            and isinstance(r.summary.get("random_baseline"), dict)
-            and isinstance(r.summary["random_baseline"].get("mean"), (int, float))
-        ]
+        values = [r.record.random_score for r in runs if r.env == env and r.record.random_score is not None]
         out[env] = float(np.mean(values)) if values else None
     return out
 
@@ -140,7 +135,7 @@ def _group_rows(c: _Cells) -> list[dict[str, Any]]:
             if not c.has(group, env):
                 continue
             x = c.scores(group, env)
-            found = bootstrap.interval_estimates([x], bootstrap.AGGREGATES, s.reps, s.confidence, s.seed)
+            found = bootstrap.interval_estimates([x], reported(Scores.RAW), s.reps, s.confidence, s.seed)
             row: dict[str, Any] = {
                 "group": group,
                 "env": env,
@@ -149,9 +144,8 @@ def _group_rows(c: _Cells) -> list[dict[str, Any]]:
             }
             row.update({name: _estimate(value) for name, value in found.items()})
             if env in c.norm:
-                normalized = {"normalized_iqm": bootstrap.iqm_of_runs, "optimality_gap": bootstrap.optimality_gap}
                 found = bootstrap.interval_estimates(
-                    [c.normalized(group, env)], normalized, s.reps, s.confidence, s.seed
+                    [c.normalized(group, env)], reported(Scores.NORMALIZED), s.reps, s.confidence, s.seed
                 )
                 row.update({name: _estimate(value) for name, value in found.items()})
             rows.append(row)
@@ -166,12 +160,7 @@ def _aggregate_rows(c: _Cells) -> list[dict[str, Any]]:
     """Normalized scores over all envs (only with a target for each): the stratified bootstrap proper."""
     if not _aggregates_over_envs(c):
         return []
-    aggregates = {
-        "normalized_iqm": bootstrap.iqm_of_runs,
-        "normalized_mean": bootstrap.mean,
-        "normalized_median": bootstrap.median,
-        "optimality_gap": bootstrap.optimality_gap,
-    }
+    aggregates = reported(Scores.OVER_ENVS)
     rows = []
     for group in filter(c.on_every_env, c.groups):
         tasks = [c.normalized(group, env) for env in c.envs]
@@ -461,7 +450,6 @@ def group_curves(runs: list[Run], grids: dict[str, Grid | None], s: Settings) ->
 
 def _run_row(run: Run, keys: list[str]) -> dict[str, Any]:
     flat = run.flat
-    final, best = run.summary.get("final_eval"), run.summary.get("best_eval")
     return {
         "run_dir": str(run.dir),
         "group": run.group or None,
@@ -472,8 +460,8 @@ def _run_row(run: Run, keys: list[str]) -> dict[str, Any]:
         "score": run.score,
         "used": run.left_out is None,
         "left_out": run.left_out,
-        "final_eval": final.get("mean") if isinstance(final, dict) else None,
-        "best_eval": best.get("mean") if isinstance(best, dict) else None,
-        "steps_done": run.summary.get("steps_done"),
+        "final_eval": run.record.final_score,
+        "best_eval": run.record.best_score,
+        "steps_done": run.record.steps,
         "config": {k: flat.get(k) for k in keys},
     }

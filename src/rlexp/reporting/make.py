@@ -12,6 +12,7 @@ from rlexp.files.atomic import check_replaceable, replaced_dir
 from rlexp.reporting.compute import Settings, compute
 from rlexp.reporting.metrics import Grid, Metric, common_grid, score_runs
 from rlexp.reporting.runs import Run, assign_groups, read_run, runs_in
+from rlexp.stats.aggregates import IQM, Scores
 from rlexp.stats.significance import ALPHA
 
 
@@ -85,10 +86,10 @@ def aggregate_lines(report: dict[str, Any], limit: int = 10) -> list[str]:
     confidence = report["settings"]["confidence"]
     lines = []
     for row in report["groups"][:limit]:
-        iqm = row["iqm"]
+        iqm = row[IQM.key(Scores.RAW)]
         ci = f" [{confidence:.0%} CI {iqm['low']:.2f}, {iqm['high']:.2f}]" if iqm["low"] is not None else ""
         lines.append(
-            f"{row['group']} on {row['env']}: IQM {iqm['value']:.2f}{ci} over {row['n']} seed{'s' * (row['n'] != 1)}"
+            f"{row['group']} on {row['env']}: {IQM.label} {iqm['value']:.2f}{ci} over {row['n']} seed{'s' * (row['n'] != 1)}"
         )
     if len(report["groups"]) > limit:
         lines.append(f"... and {len(report['groups']) - limit} more (groups.csv)")

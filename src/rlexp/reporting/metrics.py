@@ -98,12 +98,10 @@ def score_runs(runs: list[Run], metric: Metric, grids: dict[str, Grid | None]) -
             continue
         grid = grids.get(run.env)
         if metric.name == "final":
-            run.score = float(run.summary["final_eval"]["mean"])  # (a number: rlexp.reporting.runs checked it)
+            run.score = run.record.final_score  # (a number: rlexp.reporting.runs checked it)
         elif metric.name == "best":
-            best = run.summary.get("best_eval")
-            if isinstance(best, dict) and isinstance(best.get("mean"), (int, float)):
-                run.score = float(best["mean"])
-            else:
+            run.score = run.record.best_score
+            if run.score is None:
                 run.left_out = "no periodic evaluation (--metric best needs one)"
         elif run.eval_steps.size == 0:
             run.left_out = f"no periodic evaluation (--metric {metric.name} needs them)"

@@ -10,6 +10,7 @@ from rlexp.references.files import MIN_SEEDS, Reference, load_reference, referen
 from rlexp.reporting.metrics import Metric
 from rlexp.reporting.runs import Run
 from rlexp.rundir.contract import COMPLETED
+from rlexp.rundir.record import RunRecord
 
 
 def reference_group(name: str) -> str:
@@ -18,7 +19,7 @@ def reference_group(name: str) -> str:
 
 def _budgets(runs: list[Run]) -> set[int]:
     """The budgets the runs were given (n_timesteps; PPO's last rollout may take them a little past it)."""
-    return {int(r.config.get("n_timesteps") or r.summary.get("steps_done") or 0) for r in runs}
+    return {int(r.config.get("n_timesteps") or r.record.steps or 0) for r in runs}
 
 
 def _comparable(reference: Reference, runs: list[Run], metric: Metric) -> str | None:
@@ -31,7 +32,7 @@ def _comparable(reference: Reference, runs: list[Run], metric: Metric) -> str | 
                 f"trained {steps} steps and the reference {reference.name} {reference.n_timesteps:,}: compare them "
                 "at a step both evaluated with --metric at:STEP"
             )
-        short = [r for r in runs if int(r.summary.get("steps_done") or reference.n_timesteps) < reference.n_timesteps]
+        short = [r for r in runs if (r.record.steps or reference.n_timesteps) < reference.n_timesteps]
         if short:
             return (
                 f"{len(short)} of its runs stopped before the budget (callbacks.stop?): compare them at a step "
@@ -93,17 +94,17 @@ def reference_runs(runs: list[Run], metric: Metric) -> tuple[list[Run], list[tup
 
 def _as_run(reference: Reference, i: int) -> Run:
     """Reference seed ``i`` as a completed run of the reference's group."""
-    summary = {
-        "status": COMPLETED,
-        "env_id": reference.env_id,
-        "algo": reference.name.split("_", 1)[0],
-        "seed": int(reference.seeds[i]) if i < len(reference.seeds) and reference.seeds[i].isdigit() else i,
-        "final_eval": {"mean": float(reference.finals[i])},
-        "steps_done": reference.n_timesteps,
-    }
+    record = RunRecord(
+        status=COMPLETED,
+        env_id=reference.env_id,
+        algo=reference.name.split("_", 1)[0],
+        seed=int(reference.seeds[i]) if i < len(reference.seeds) and reference.seeds[i].isdigit() else i,
+        final_eval={"mean": float(reference.finals[i])},
+        steps_done=reference.n_timesteps,
+    )
     return Run(
         dir=reference.path or reference_dir() / f"{reference.name}.json",
-        summary=summary,
+        record=record,
         config=reference.config,
         group=reference_group(reference.name),
         eval_steps=reference.curve_steps.astype(np.float64),

@@ -29,8 +29,8 @@ from rlexp.rundir.contract import (
     SUMMARY_FILE,
     read_config_dict,
     read_evaluations,
-    read_summary,
 )
+from rlexp.rundir.record import RunRecord, read_record
 from rlexp.zoo.runs import ARGS_FILE as ZOO_ARGS_FILE
 from rlexp.zoo.runs import find_zoo_run, zoo_config, zoo_summary
 
@@ -99,7 +99,7 @@ class Run:
     """One run dir as the report sees it; ``left_out`` says why it is not used (None: used)."""
 
     dir: Path
-    summary: dict[str, Any]
+    record: RunRecord  # (status "unreadable": its summary.json or config.yaml could not be read)
     config: dict[str, Any]
     left_out: str | None = None
     group: str = ""
@@ -114,40 +114,39 @@ class Run:
 
     @property
     def env(self) -> str:
-        return str(self.summary.get("env_id") or (self.config.get("env") or {}).get("id") or "?")
+        return str(self.record.env_id or (self.config.get("env") or {}).get("id") or "?")
 
     @property
     def algo(self) -> str:
-        return str(self.summary.get("algo") or "?")
+        return str(self.record.algo or "?")
 
     @property
     def seed(self) -> Any:
-        return self.summary.get("seed", self.config.get("seed"))
+        return self.config.get("seed") if self.record.seed is None else self.record.seed
 
     @property
     def status(self) -> str:
-        return str(self.summary.get("status", "unreadable"))
+        return self.record.status
 
 
-def _status_problem(summary: dict[str, Any], run_dir: Path) -> str | None:
-    from rlexp.rundir.lock import abandoned
+def _status_problem(record: RunRecord, run_dir: Path) -> str | None:
+    from rlexp.lifecycle.lock import abandoned
 
-    status = summary.get("status")
+    status = record.status
     if status == COMPLETED:
-        final = summary.get("final_eval")
-        if not isinstance(final, dict) or not isinstance(final.get("mean"), (int, float)):
+        if record.final_score is None:
             return f"completed without a final evaluation mean in {SUMMARY_FILE}"
         return None
     if status == RUNNING:
-        return "its process died before it finished" if abandoned(summary, run_dir) else "still running"
+        return "its process died before it finished" if abandoned(record, run_dir) else "still running"
     if status == INTERRUPTED:
         return (
             f"interrupted (resumable: its {COMMAND_FILE} finishes it; a search's trial also continues when "
             "its search runs again)"
         )
-    if status is None:
+    if not status:
         return "no status in summary.json"
-    error = f": {collapsed(str(summary['error']))}" if summary.get("error") else ""
+    error = f": {collapsed(str(record.error))}" if isinstance(record.error, str) and record.error else ""
     return f"{status}{error}"
 
 
@@ -161,15 +160,17 @@ def read_run(run_dir: Path) -> Run:
     try:
         zoo = find_zoo_run(run_dir) if not (run_dir / SUMMARY_FILE).is_file() else None
         if zoo is not None:  # an RL Zoo log folder, read as a run (rlexp.zoo.runs)
-            summary, config = zoo_summary(zoo), OmegaConf.to_container(zoo_config(zoo), enum_to_str=True)
+            record, config = zoo_summary(zoo), OmegaConf.to_container(zoo_config(zoo), enum_to_str=True)
         else:
-            summary, config = read_summary(run_dir), read_config_dict(run_dir)
-        if summary is None:
+            record, config = read_record(run_dir), read_config_dict(run_dir)
+        if record is None:
             raise FileNotFoundError(run_dir / SUMMARY_FILE)
     except (OSError, ValueError, ConfigError, yaml.YAMLError) as err:
         kind = "unreadable" if isinstance(err, ConfigError) else type(err).__name__
-        return Run(run_dir, {}, {}, left_out=f"unreadable {SUMMARY_FILE} or {CONFIG_FILE} ({kind})")
-    run = Run(run_dir, summary, config, left_out=_status_problem(summary, run_dir))
+        return Run(
+            run_dir, RunRecord(status="unreadable"), {}, left_out=f"unreadable {SUMMARY_FILE} or {CONFIG_FILE} ({kind})"
+        )
+    run = Run(run_dir, record, config, left_out=_status_problem(record, run_dir))
     if run.left_out is None:
         try:
             evaluations = read_evaluations(run_dir)

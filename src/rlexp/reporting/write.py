@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.reporting.compute import ALL_ENVS
+from rlexp.stats.aggregates import IQM, STATISTICS, Scores, reported
 
 READING = """\
 **IQM** (interquartile mean) is the mean of the middle 50% of the runs' scores: unlike the mean it is not
@@ -99,25 +100,20 @@ def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: lis
         lines += ["", "## Notes", "", *(f"- {n}" for n in report["notes"])]
     for env in c["envs"]:
         rows = [r for r in report["groups"] if r["env"] == env]
-        header = ["group", "seeds", "IQM", "mean", "median", "std"]
+        columns = {key: s.label for key, s in reported(Scores.RAW).items()}
         if env in report["normalization"]:
-            header += ["normalized IQM", "optimality gap"]
-        keys = ["iqm", "mean", "median", "std"] + (
-            ["normalized_iqm", "optimality_gap"] if env in report["normalization"] else []
-        )
-        table = [_row(r, keys) for r in rows]
-        lines += ["", f"## {env}", "", _table(header, table)]
+            columns |= {key: s.label_of(Scores.NORMALIZED) for key, s in reported(Scores.NORMALIZED).items()}
+        table = [_row(r, list(columns)) for r in rows]
+        lines += ["", f"## {env}", "", _table(["group", "seeds", *columns.values()], table)]
     if report["aggregate"]:
+        over_envs = reported(Scores.OVER_ENVS)  # (labelled as they are: the heading says normalized)
         lines += [
             "",
             f"## {ALL_ENVS} (normalized scores)",
             "",
             _table(
-                ["group", "runs", "IQM", "mean", "median", "optimality gap"],
-                [
-                    _row(r, ["normalized_iqm", "normalized_mean", "normalized_median", "optimality_gap"])
-                    for r in report["aggregate"]
-                ],
+                ["group", "runs", *(s.label for s in over_envs.values())],
+                [_row(r, list(over_envs)) for r in report["aggregate"]],
             ),
         ]
     if report["comparisons"]:
@@ -207,7 +203,11 @@ def _csv(header: list[str], rows: list[list[Any]]) -> str:
     return buffer.getvalue()
 
 
-ESTIMATES = ("iqm", "mean", "median", "std", "normalized_iqm", "normalized_mean", "normalized_median", "optimality_gap")
+# groups.csv's statistics: those of an env's own scores, then those of normalized scores
+ESTIMATES = (
+    *reported(Scores.RAW),
+    *(s.key(Scores.NORMALIZED) for s in STATISTICS if s.on & {Scores.NORMALIZED, Scores.OVER_ENVS}),
+)
 
 
 def groups_csv(report: dict[str, Any]) -> str:
@@ -273,8 +273,8 @@ def _tex(text: str) -> str:
 def table_tex(report: dict[str, Any]) -> str:
     """Groups x envs, IQM with its CI: a booktabs table to \\input into a paper."""
     envs = report["counts"]["envs"] + ([f"{ALL_ENVS} (normalized)"] if report["aggregate"] else [])
-    cells = {(r["group"], r["env"]): r["iqm"] for r in report["groups"]}
-    cells.update({(r["group"], f"{ALL_ENVS} (normalized)"): r["normalized_iqm"] for r in report["aggregate"]})
+    cells = {(r["group"], r["env"]): r[IQM.key(Scores.RAW)] for r in report["groups"]}
+    cells.update({(r["group"], f"{ALL_ENVS} (normalized)"): r[IQM.key(Scores.OVER_ENVS)] for r in report["aggregate"]})
     s = report["settings"]
 
     def cell(e: dict[str, Any] | None) -> str:

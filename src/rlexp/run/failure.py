@@ -8,9 +8,9 @@ from pathlib import Path
 
 from rlexp.errors import Diverged, Interrupted
 from rlexp.figures.curves import BackgroundCurves
-from rlexp.run.record import RunRecord
+from rlexp.lifecycle.preemption import StopOnSignal
 from rlexp.rundir.contract import FAILED, RESUME_DIR, checkpoint_steps
-from rlexp.rundir.preemption import StopOnSignal
+from rlexp.rundir.record import RunRecord
 from rlexp.trackers import Tracker, finish_trackers
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def record_failure(
             err.checkpoint, err.command = run_dir / RESUME_DIR, rerun
             err.forward()  # e.g. submitit's handler: requeues the SLURM job (first: its grace is short)
     finally:
-        finish_trackers(trackers, run_dir, record.to_json())
+        finish_trackers(trackers, run_dir, record)
         if curves is not None and record.status == FAILED:  # how it went until it failed
             curves.draw()
             curves.finish()

@@ -35,7 +35,7 @@ from rlexp.config.validation import (
     reject_unknown_keys,
 )
 from rlexp.errors import ConfigError, Refused, one_line_error, warning_line
-from rlexp.rundir import lock
+from rlexp.lifecycle import lock
 from rlexp.rundir.contract import LOCK_FILE
 
 log = logging.getLogger(__name__)
@@ -147,10 +147,10 @@ def checked(run_dir: Path) -> Checked | None:
 
 def remove_unstarted() -> None:
     """After Ctrl-C: the new dirs of checked runs that never started go again (they hold Hydra's files and
-    the lock only; rlexp.rundir.state.remove_created)."""
+    the lock only; rlexp.lifecycle.state.remove_created)."""
     if not _checked:  # (nothing to import then: Ctrl-C may have cut an import of torch short)
         return
-    from rlexp.rundir.state import remove_created
+    from rlexp.lifecycle.state import remove_created
 
     for run_dir, found in _checked.items():
         remove_created(run_dir, found.created)
@@ -163,7 +163,7 @@ class FrontDoor(Callback):
         vec_env, policy = (OmegaConf.select(config, key, default="") for key in ("env.vec_env", "algo.policy"))
         if config.torch_threads is None and cnn_on_envpool(vec_env, str(policy)):
             passive_waits()  # before torch loads (below): its threads will take turns with EnvPool's
-        from rlexp.rundir.state import check_run_dir, remove_created
+        from rlexp.lifecycle.state import check_run_dir, remove_created
 
         HydraConfig.instance().set_config(config)  # for ${hydra:...} in the job's config
         run_dir = Path(str(config.hydra.run.dir))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rlexp.errors import warning_line
 
 if TYPE_CHECKING:
-    from rlexp.run.record import RunRecord
+    from rlexp.rundir.record import RunRecord
 
 log = logging.getLogger(__name__)
 

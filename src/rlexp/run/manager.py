@@ -27,21 +27,21 @@ from rlexp.build.torch_settings import foreach_optimizers, unchecked_distributio
 from rlexp.config.overrides import as_override
 from rlexp.errors import Diverged
 from rlexp.figures.curves import BackgroundCurves
+from rlexp.lifecycle import lock
+from rlexp.lifecycle.preemption import StopEvaluation, StopOnSignal, StopTraining
+from rlexp.lifecycle.resume import ResumePoint
+from rlexp.lifecycle.state import completed_run, config_difference
 from rlexp.monitor.evaluation import final_evaluation
 from rlexp.monitor.health import judge_final
 from rlexp.monitor.solved import stop_threshold
 from rlexp.references.verdict import run_verdict
 from rlexp.run.failure import diverged, record_failure
 from rlexp.run.library_warnings import recorded_warnings
-from rlexp.run.record import ABSENT, RunRecord
 from rlexp.run.restore import restore_evaluation_state
 from rlexp.run.start import before_training, start_run
-from rlexp.rundir import lock
 from rlexp.rundir.agents import save_agent
 from rlexp.rundir.contract import FINAL_EPISODES, LOGS_DIR, MONITOR_DIR, RESUME_DIR
-from rlexp.rundir.preemption import StopEvaluation, StopOnSignal, StopTraining
-from rlexp.rundir.resume import ResumePoint
-from rlexp.rundir.state import completed_run, config_difference
+from rlexp.rundir.record import ABSENT, RunRecord
 from rlexp.search.pruning import ReportToTrial, pruned
 from rlexp.trackers import Tracker, finish_trackers, start_trackers
 from rlexp.trackers.writer import GuardedWriter
@@ -70,10 +70,9 @@ def run(
     with lock.held(run_dir):  # taken by the front door for a single run; for a multirun job here
         done = completed_run(run_dir)
         if keep_completed and done is not None and not config_difference(cfg, run_dir):
-            record = RunRecord.from_json(done)
             if on_end is not None:
-                on_end(record, run_dir, True)
-            return record
+                on_end(done, run_dir, True)
+            return done
         rerun = rerun or [*command, as_override("hydra.run.dir", str(run_dir))]
         record, resume = start_run(cfg, run_dir, choices, command, rerun, warnings or [])
         stopper = StopOnSignal(run_dir)
@@ -97,7 +96,7 @@ def run(
             if curves is not None:  # (drawn by now, or cancelled: no child outlives the run)
                 curves.finish()
         shutil.rmtree(run_dir / RESUME_DIR, ignore_errors=True)  # the final agent supersedes it
-        finish_trackers(trackers, run_dir, record.to_json())
+        finish_trackers(trackers, run_dir, record)
         if on_end is not None:
             on_end(record, run_dir, False)
         late = stopper.after_completion(run_dir, record.final_mean)

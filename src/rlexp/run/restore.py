@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import EvalCallback
 
 from rlexp.build.callbacks import SaveBestCallback
-from rlexp.run.record import RunRecord
+from rlexp.lifecycle.resume import ResumePoint
 from rlexp.rundir.contract import (
     BEST_DIR,
     BEST_FILE,
@@ -20,7 +20,7 @@ from rlexp.rundir.contract import (
     read_evaluations_or_set_aside,
     write_best,
 )
-from rlexp.rundir.resume import ResumePoint
+from rlexp.rundir.record import RunRecord
 from rlexp.search.pruning import ReportToTrial
 
 

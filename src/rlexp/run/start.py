@@ -13,16 +13,18 @@ import torch
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
+from rlexp.build.backends import is_sbx
 from rlexp.build.envs import closed_at_end, one_env
 from rlexp.cluster.cpus import cnn_on_envpool, job_threads
 from rlexp.config.tuned import tuned_note
+from rlexp.lifecycle.preemption import StopOnSignal
+from rlexp.lifecycle.resume import ResumePoint
+from rlexp.lifecycle.state import resumable_run
 from rlexp.monitor.baseline import random_baseline
 from rlexp.monitor.evaluation import schedule_note
-from rlexp.run.record import RunRecord
+from rlexp.run.record import new_record
 from rlexp.rundir.contract import write_config
-from rlexp.rundir.preemption import StopOnSignal
-from rlexp.rundir.resume import ResumePoint
-from rlexp.rundir.state import resumable_run
+from rlexp.rundir.record import RunRecord
 from rlexp.vecenvs.choice import vec_env_note
 
 log = logging.getLogger("rlexp.run.manager")  # (the run's own lines, under one name)
@@ -44,10 +46,10 @@ def start_run(
     previous = resumable_run(cfg, run_dir)
     if previous is None:
         write_config(run_dir, cfg, shlex.join(rerun))
-        record, resume = RunRecord.start(cfg, choices, run_dir, command, threads, warnings), None
+        record, resume = new_record(cfg, choices, run_dir, command, threads, warnings), None
     else:
-        record, resume = RunRecord.from_json(previous[0]), previous[1]
-        record.resume(resume.step, threads, cfg)
+        record, resume = previous
+        record.resume(resume.step, threads, is_sbx(cfg))
         log.info("resuming the run in %s from step %d (%s)", run_dir, resume.step, resume.path.name)
     record.write()
     return record, resume

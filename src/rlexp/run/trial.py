@@ -12,9 +12,9 @@ from omegaconf import DictConfig
 
 from rlexp.config.overrides import as_override
 from rlexp.errors import Interrupted
+from rlexp.lifecycle.state import completed_run, config_difference
 from rlexp.run.manager import RunEnd, run
 from rlexp.rundir.contract import SEED_DIR_PREFIX, read_evaluations, write_trial
-from rlexp.rundir.state import completed_run, config_difference
 from rlexp.search.pruning import ReportToTrial
 
 log = logging.getLogger("rlexp.run.manager")
@@ -66,7 +66,7 @@ def run_trial(
             evaluations = read_evaluations(seed_dir)
             if evaluations is not None:
                 reporter.values = [float(m) for m in evaluations.means]
-            finals.append(done["final_eval"]["mean"])
+            finals.append(done.final_mean)
         else:
             seed_command = [arg for arg in command if not arg.startswith("seed=")] + [f"seed={seed}"]
             try:

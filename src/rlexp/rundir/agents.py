@@ -26,6 +26,7 @@ from rlexp.rundir.contract import (
     BEST_DIR,
     CHECKPOINT_DIR,
     CHECKPOINT_PREFIX,
+    COMPLETED,
     CONFIG_FILE,
     MODEL_FILE,
     REPLAY_BUFFER_FILE,
@@ -33,8 +34,8 @@ from rlexp.rundir.contract import (
     VECNORMALIZE_FILE,
     checkpoint_dir,
     checkpoint_steps,
-    read_summary,
 )
+from rlexp.rundir.record import read_record
 from rlexp.rundir.trust import read_trusted_config
 
 if TYPE_CHECKING:  # SB3 loads only when an agent is saved: the sweeper and `rlexp --help` stay quick
@@ -213,7 +214,9 @@ def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> Save
 def _agent(name: str, model: Path, run_dir: Path, trust: Iterable[str]) -> SavedAgent:
     stats = model.parent / VECNORMALIZE_FILE
     cfg = read_trusted_config(run_dir, trust, remedy="not a run dir of this rlexp?")
-    check_unchanged(run_dir, read_summary(run_dir), [run_dir / CONFIG_FILE, model, stats])
+    record = read_record(run_dir)
+    recorded = record.checksums if record is not None and record.status == COMPLETED else None
+    check_unchanged(run_dir, recorded if isinstance(recorded, dict) else None, [run_dir / CONFIG_FILE, model, stats])
     if cfg.env.normalize and not stats.is_file():
         raise ConfigError(f"{model.parent}: no {VECNORMALIZE_FILE}, though the run used env.normalize=true")
     return SavedAgent(
@@ -224,5 +227,6 @@ def _agent(name: str, model: Path, run_dir: Path, trust: Iterable[str]) -> Saved
 def _batched_final_eval(run_dir: Path) -> bool:
     """Whether the run's final evaluation stepped its envs side by side (recorded as final_eval.n_envs);
     a run that has not finished yet will."""
-    final = (read_summary(run_dir) or {}).get("final_eval")
+    record = read_record(run_dir)
+    final = None if record is None else record.final_eval
     return not isinstance(final, dict) or "n_envs" in final

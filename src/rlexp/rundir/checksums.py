@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rlexp.errors import ConfigError
-from rlexp.rundir.contract import BEST_DIR, COMPLETED, CONFIG_FILE, MODEL_FILE, VECNORMALIZE_FILE, checkpoint_steps
+from rlexp.rundir.contract import BEST_DIR, CONFIG_FILE, MODEL_FILE, VECNORMALIZE_FILE, checkpoint_steps
 
 AGENT_FILES = (MODEL_FILE, VECNORMALIZE_FILE)  # (not replay buffers: large, and read with the allow-list)
 
@@ -52,10 +52,10 @@ def changed(run_dir: Path, recorded: dict[str, str], files: Iterable[Path]) -> l
     return out
 
 
-def check_unchanged(run_dir: Path, summary: dict | None, files: Iterable[Path]) -> None:
-    """Refuses, in one line, a file changed since the run recorded its checksum (a completed run's)."""
-    recorded = (summary or {}).get("checksums")
-    if not isinstance(recorded, dict) or (summary or {}).get("status") != COMPLETED:
+def check_unchanged(run_dir: Path, recorded: dict[str, str] | None, files: Iterable[Path]) -> None:
+    """Refuses, in one line, a file changed since the run recorded its checksum (``recorded``: those of a
+    completed run; None: nothing to check)."""
+    if not recorded:
         return
     found = changed(run_dir, recorded, [p for p in files if p is not None and p.is_file()])
     if found:

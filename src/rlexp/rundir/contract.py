@@ -6,7 +6,7 @@ earlier releases stay readable: a key added since takes its default).
 
     RUN/
       config.yaml, command.txt          the composed config as used, the command that re-runs it
-      summary.json                      status, provenance, steps, scores, warnings (rlexp.run.record)
+      summary.json                      status, provenance, steps, scores, warnings (rlexp.rundir.record)
       model.zip, vecnormalize.pkl,      the final agent (statistics and replay buffer when used/asked)
         replay_buffer.pkl
       best/ (+ best.json)               the best agent of the periodic evaluations, and that evaluation

@@ -25,6 +25,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from rlexp.config.env_families import FAMILIES
 from rlexp.errors import ConfigError
 from rlexp.rundir.contract import CONFIG_FILE, read_config, read_config_dict
 
@@ -33,7 +34,7 @@ ENV_TRUST = "RLEXP_TRUST"
 # buffers, noise, schedules, samplers. Not SB3's logger, Monitor or vector envs, whose constructors open
 # files or start processes, nor any module's functions (SB3's load_from_pkl, torch.load).
 CLASS_MODULES = (
-    "stable_baselines3", "stable_baselines3.common.atari_wrappers", "stable_baselines3.common.buffers",
+    "stable_baselines3", "stable_baselines3.common.buffers",
     "stable_baselines3.common.callbacks", "stable_baselines3.common.noise", "stable_baselines3.common.policies",
     "stable_baselines3.common.running_mean_std", "stable_baselines3.common.sb2_compat.",
     "stable_baselines3.common.torch_layers", "stable_baselines3.common.type_aliases", "stable_baselines3.common.utils",
@@ -43,9 +44,11 @@ CLASS_MODULES = (
     "sb3_contrib", "sb3_contrib.common.", "sb3_contrib.ars.", "sb3_contrib.crossq.", "sb3_contrib.ppo_mask.",
     "sb3_contrib.ppo_recurrent.", "sb3_contrib.qrdqn.", "sb3_contrib.tqc.", "sb3_contrib.trpo.",
     "sbx", "sbx.",
-    "gymnasium.wrappers", "gymnasium.wrappers.", "gymnasium.spaces", "gymnasium.spaces.", "minigrid.wrappers",
+    "gymnasium.wrappers", "gymnasium.wrappers.", "gymnasium.spaces", "gymnasium.spaces.",
     "torch.nn", "torch.nn.modules.", "torch.optim", "torch.optim.",
     "optuna.samplers", "optuna.pruners",
+    # the env families' wrappers (SB3's atari_wrappers, minigrid.wrappers)
+    *(module for family in FAMILIES for module in family.class_modules),
 )  # fmt: skip
 # classes of those modules that write files when built
 WRITERS = {"RecordVideo", "RecordEpisodeStatistics", "CheckpointCallback", "EvalCallback"}
@@ -53,9 +56,9 @@ WRITERS = {"RecordVideo", "RecordEpisodeStatistics", "CheckpointCallback", "Eval
 RLEXP_MODULES = ("rlexp.build.schedules", "rlexp.build.wrappers", "rlexp.run.schedules")
 # hydra's resolvers of a dotted name: allowed when the name they resolve is
 NAME_RESOLVERS = {"hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object"}
-# packages an env id's "module:" part may import: the env families rlexp registers (rlexp.config.env_families)
-ENV_PACKAGES = {"gymnasium", "ale_py", "minigrid", "panda_gym", "highway_env", "pybullet_envs_gymnasium",
-                "gymnasium_robotics", "shimmy"}  # fmt: skip
+# packages an env id's "module:" part may import: the env families' (rlexp.config.env_families), and Shimmy,
+# Gymnasium's bindings of other env APIs
+ENV_PACKAGES = {"shimmy", *(family.package for family in FAMILIES)}
 
 
 # sbx pickles its whole policy into model.zip (JAX arrays, Flax modules, Optax's functions): trusting sbx

@@ -13,8 +13,8 @@ from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
 from rlexp.errors import ConfigError
+from rlexp.lifecycle.lock import is_free
 from rlexp.rundir.contract import SEED_DIR_PREFIX
-from rlexp.rundir.lock import is_free
 from rlexp.search.space import described
 from rlexp.search.storage import open_storage
 
@@ -106,7 +106,7 @@ def hand_over(study: optuna.Study, trial: optuna.trial.FrozenTrial, step: int | 
 
 
 def run_is_held(trial: optuna.trial.FrozenTrial) -> bool:
-    """A live process holds the trial's run dir, or one of its seeds' (rlexp.rundir.lock): its run has
+    """A live process holds the trial's run dir, or one of its seeds' (rlexp.lifecycle.lock): its run has
     not let go yet."""
     run_dir = trial.user_attrs.get(RUN_DIR_ATTR)
     if not run_dir:

@@ -1,6 +1,7 @@
 """Stratified bootstrap confidence intervals over runs, as rliable computes them (Agarwal et al., NeurIPS
-2021): runs are resampled with replacement within each task (env), the aggregate is computed over all
-resampled scores, and the interval is the percentile interval of the aggregates.
+2021): runs are resampled with replacement within each task (env), the statistic (each declared in
+rlexp.stats.aggregates) is computed over all resampled scores, and the interval is the percentile
+interval of its values.
 
 Vectorised: every repetition at once in one array, so that rliable's default of 50,000 repetitions
 costs milliseconds (rliable draws them one by one through arch: ~35 s for two algorithms here), and
@@ -12,56 +13,17 @@ repetition cost O(runs) instead of O(runs_x x runs_y)."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from rlexp.stats.aggregates import Statistic, iqm_of_counts
 from rlexp.stats.scores import iqm
 
 REPS = 50_000  # rliable's default
 CONFIDENCE = 0.95
 METHOD = "percentile"  # rliable's default; BCa is undefined when every score is equal (CartPole's 500s)
 CHUNK = 4_000_000  # resampled values held in memory at once (32 MiB of float64)
-
-# an aggregate takes each task's run scores, (..., runs of the task) per task, and returns (...)
-Aggregate = Callable[[Sequence[np.ndarray]], np.ndarray]
-
-
-def _pooled(tasks: Sequence[np.ndarray]) -> np.ndarray:
-    return np.concatenate(tasks, axis=-1)
-
-
-def iqm_of_runs(tasks: Sequence[np.ndarray]) -> np.ndarray:
-    """IQM of all runs of all tasks together (rliable's aggregate_iqm)."""
-    return iqm(_pooled(tasks))
-
-
-def mean(tasks: Sequence[np.ndarray]) -> np.ndarray:
-    """Mean over tasks of each task's mean over runs (rliable's aggregate_mean)."""
-    return np.mean([x.mean(axis=-1) for x in tasks], axis=0)
-
-
-def median(tasks: Sequence[np.ndarray]) -> np.ndarray:
-    """One task: the median of its runs. Several: the median over tasks of each task's mean (rliable's
-    aggregate_median, the classic "median normalized score" of a benchmark)."""
-    if len(tasks) == 1:
-        return np.median(tasks[0], axis=-1)
-    return np.median([x.mean(axis=-1) for x in tasks], axis=0)
-
-
-def std(tasks: Sequence[np.ndarray]) -> np.ndarray:
-    """Sample standard deviation of the runs (n - 1): what a paper's "+/- std over seeds" means."""
-    x = _pooled(tasks)
-    return x.std(axis=-1, ddof=1) if x.shape[-1] > 1 else np.full(x.shape[:-1], np.nan)
-
-
-def optimality_gap(tasks: Sequence[np.ndarray]) -> np.ndarray:
-    """How far normalized scores fall short of 1 (the target), on average over all runs; a score above it
-    counts as 1 (rliable's aggregate_optimality_gap)."""
-    return np.maximum(1.0 - _pooled(tasks), 0.0).mean(axis=-1)
-
-
-AGGREGATES: dict[str, Aggregate] = {"iqm": iqm_of_runs, "mean": mean, "median": median, "std": std}
 
 
 def resample(tasks: Sequence[np.ndarray], reps: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -83,86 +45,59 @@ def _counts(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
     return np.bincount(draws.ravel(), minlength=reps * n).reshape(reps, n).astype(np.int32)
 
 
-# the aggregates of one task computed from counts over its sorted runs, without sorting each resample:
-# (sorted runs (n,), counts (reps, n), their cumulative sums (reps, n)) -> (reps,)
-def _trimmed(v: np.ndarray, c: np.ndarray, cum: np.ndarray, low: int, high: int) -> np.ndarray:
-    """Mean of the order statistics low..high-1 of each resample: each run weighs what of its draws'
-    places (cum - c .. cum) falls in the window."""
-    weight = np.minimum(cum, high) - np.maximum(cum - c, low)
-    np.maximum(weight, 0, out=weight)
-    return (weight @ v) / (high - low)
-
-
-def _iqm_of_counts(v: np.ndarray, c: np.ndarray, cum: np.ndarray) -> np.ndarray:
-    low = int(0.25 * v.size)  # (as scores.iqm and scipy.stats.trim_mean)
-    return _trimmed(v, c, cum, low, v.size - low)
-
-
-def _median_of_counts(v: np.ndarray, c: np.ndarray, cum: np.ndarray) -> np.ndarray:
-    n = v.size
-    return _trimmed(v, c, cum, (n - 1) // 2, n // 2 + 1)
-
-
-def _mean_of_counts(v: np.ndarray, c: np.ndarray, cum: np.ndarray) -> np.ndarray:
-    return (c @ v) / v.size
-
-
-def _std_of_counts(v: np.ndarray, c: np.ndarray, cum: np.ndarray) -> np.ndarray:
-    deviations = (v - ((c @ v) / v.size)[:, None]) ** 2
-    return np.sqrt(np.einsum("ij,ij->i", c, deviations) / (v.size - 1))
-
-
-def _optimality_gap_of_counts(v: np.ndarray, c: np.ndarray, cum: np.ndarray) -> np.ndarray:
-    return (c @ np.maximum(1.0 - v, 0.0)) / v.size
-
-
-OF_COUNTS: dict[Aggregate, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
-    iqm_of_runs: _iqm_of_counts,
-    mean: _mean_of_counts,
-    median: _median_of_counts,
-    std: _std_of_counts,
-    optimality_gap: _optimality_gap_of_counts,
-}
-
-
 def _bounds(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     tail = 100 * (1 - confidence) / 2
     low, high = np.percentile(values, [tail, 100 - tail], axis=0)
     return low, high
 
 
+def _drawn(v: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(reps, n): the resamples that ``counts`` (reps, n) over the sorted runs ``v`` stand for, each sorted."""
+    reps, n = counts.shape
+    return v[np.repeat(np.tile(np.arange(n), reps), counts.ravel()).reshape(reps, n)]
+
+
 def interval_estimates(
     tasks: Sequence[np.ndarray],
-    aggregates: dict[str, Aggregate],
+    statistics: Mapping[str, Statistic],
     reps: int = REPS,
     confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> dict[str, tuple[float, float | None, float | None]]:
-    """Point estimate and stratified bootstrap interval of each aggregate of the scores of ``tasks`` (one
-    array of run scores per task); the same resamples serve every aggregate. No interval from one run."""
+    """Point estimate and stratified bootstrap interval of each statistic of the scores of ``tasks`` (one
+    array of run scores per task), by the keys of ``statistics``; the same resamples serve every
+    statistic. One task's resamples are drawn as counts over its sorted runs (no sort per resample): a
+    statistic with a form of counts is computed from them, one without from the resamples they stand for.
+    No interval from one run."""
     tasks = [np.asarray(x, dtype=np.float64) for x in tasks]
     rng = np.random.default_rng(seed)
-    resampled: dict[str, list[np.ndarray]] = {name: [] for name in aggregates}
-    if len(tasks) == 1 and tasks[0].size > 1 and all(a in OF_COUNTS for a in aggregates.values()):
-        v = np.sort(tasks[0])  # one task: resamples as counts over its sorted runs (no sort per resample)
+    resampled: dict[str, list[np.ndarray]] = {key: [] for key in statistics}
+    if len(tasks) == 1 and tasks[0].size > 1:
+        v = np.sort(tasks[0])
         for part in _chunks(reps, 3 * v.size):
-            c = _counts(rng, v.size, part.stop - part.start).astype(np.float64)  # (BLAS from here)
+            counts = _counts(rng, v.size, part.stop - part.start)
+            c = counts.astype(np.float64)  # (BLAS from here)
             cum = np.cumsum(c, axis=1)
-            for name, aggregate in aggregates.items():
-                resampled[name].append(OF_COUNTS[aggregate](v, c, cum))
+            drawn: list[np.ndarray] = []  # (only for a statistic without a form of counts)
+            for key, statistic in statistics.items():
+                if statistic.of_counts is not None:
+                    resampled[key].append(statistic.of_counts(v, c, cum))
+                    continue
+                drawn = drawn or [_drawn(v, counts)]
+                resampled[key].append(statistic.pooled(drawn))
     elif sum(x.size for x in tasks) > 1:
         for part in _chunks(reps, sum(x.size for x in tasks)):
             draws = resample(tasks, part.stop - part.start, rng)
-            for name, aggregate in aggregates.items():
-                resampled[name].append(aggregate(draws))
+            for key, statistic in statistics.items():
+                resampled[key].append(statistic.pooled(draws))
     out: dict[str, tuple[float, float | None, float | None]] = {}
-    for name, aggregate in aggregates.items():
-        point = float(aggregate(tasks))
-        if not resampled[name] or not np.isfinite(point):
-            out[name] = (point, None, None)
+    for key, statistic in statistics.items():
+        point = float(statistic.pooled(tasks))
+        if not resampled[key] or not np.isfinite(point):
+            out[key] = (point, None, None)
             continue
-        low, high = _bounds(np.concatenate(resampled[name]), confidence)
-        out[name] = (point, float(low), float(high))
+        low, high = _bounds(np.concatenate(resampled[key]), confidence)
+        out[key] = (point, float(low), float(high))
     return out
 
 
@@ -274,7 +209,7 @@ def curve_band(
         at_points = []
         for k in range(runs.shape[1]):
             c = counts[:, order[:, k]]
-            at_points.append(_iqm_of_counts(ordered[:, k], c, np.cumsum(c, axis=1)))
+            at_points.append(iqm_of_counts(ordered[:, k], c, np.cumsum(c, axis=1)))
         draws.append(np.stack(at_points, axis=1))  # (reps, points), a chunk at a time
     low, high = _bounds(np.concatenate(draws), confidence)
     return point, low, high

@@ -15,6 +15,8 @@ from rlexp.errors import ConfigError
 if TYPE_CHECKING:  # (the front door checks the extras without loading SB3)
     from stable_baselines3.common.logger import KVWriter
 
+    from rlexp.rundir.record import RunRecord
+
 EXTRAS = {"wandb": "wandb", "mlflow": "mlflow"}  # tracker -> the module it needs (and the extra naming it)
 
 
@@ -26,7 +28,7 @@ class Tracker(Protocol):
 
     def writer(self) -> KVWriter: ...
 
-    def finish(self, run_dir: Path, summary: dict[str, Any]) -> None: ...
+    def finish(self, run_dir: Path, run: RunRecord) -> None: ...
 
 
 def requested(cfg: DictConfig) -> list[str]:
@@ -82,14 +84,14 @@ def start_trackers(cfg: DictConfig, run_dir: Path, kept: dict[str, Any], start_t
     return found
 
 
-def finish_trackers(trackers: list[Tracker], run_dir: Path, summary: dict[str, Any]) -> None:
+def finish_trackers(trackers: list[Tracker], run_dir: Path, run: RunRecord) -> None:
     """Artifacts and final status to each tracker; a tracker that fails is a warning, never the run's
     failure (the run dir holds everything it would have uploaded)."""
     import logging
 
     for tracker in trackers:
         try:
-            tracker.finish(run_dir, summary)
+            tracker.finish(run_dir, run)
         except Exception as err:
             logging.getLogger(__name__).warning(
                 "logger.%s: could not finish its run: %s: %s", tracker.name, type(err).__name__, err

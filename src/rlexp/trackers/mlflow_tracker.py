@@ -21,6 +21,7 @@ from rlexp.rundir.contract import (
     SUMMARY_FILE,
     VECNORMALIZE_FILE,
 )
+from rlexp.rundir.record import RunRecord
 from rlexp.trackers.writer import scalars
 
 DEFAULT_STORE = "mlruns.db"  # sqlite:///<working dir>/mlruns.db
@@ -118,17 +119,15 @@ class MlflowTracker:
     def writer(self) -> KVWriter:
         return _Writer(self.client, self.run_id)
 
-    def finish(self, run_dir: Path, summary: dict[str, Any]) -> None:
+    def finish(self, run_dir: Path, run: RunRecord) -> None:
         """The final agent, its statistics and summary.json as artifacts; the run's status."""
-        completed = summary.get("status") == COMPLETED
-        if completed:
+        if run.status == COMPLETED:
             for name in (MODEL_FILE, VECNORMALIZE_FILE, SUMMARY_FILE, CONFIG_FILE):
                 if (run_dir / name).is_file():
                     self.client.log_artifact(self.run_id, str(run_dir / name))
-            final = summary.get("final_eval") or {}
-            if "mean" in final:
-                self.client.log_metric(self.run_id, "final_eval/mean", final["mean"], step=summary.get("steps_done", 0))
-        status = {COMPLETED: "FINISHED", FAILED: "FAILED"}.get(summary.get("status", ""), "KILLED")
+            if run.final_score is not None:
+                self.client.log_metric(self.run_id, "final_eval/mean", run.final_score, step=run.steps or 0)
+        status = {COMPLETED: "FINISHED", FAILED: "FAILED"}.get(run.status, "KILLED")
         self.client.set_terminated(self.run_id, status=status)
 
 

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter
 
 from rlexp.rundir.contract import COMPLETED, MODEL_FILE, VECNORMALIZE_FILE
+from rlexp.rundir.record import RunRecord
 from rlexp.trackers.writer import scalars
 
 
@@ -68,21 +69,25 @@ class WandbTracker:
     def writer(self) -> KVWriter:
         return _Writer(self.run)
 
-    def finish(self, run_dir: Path, summary: dict[str, Any]) -> None:
+    def finish(self, run_dir: Path, run: RunRecord) -> None:
         """The final agent and its statistics as a model artifact, the scores in the run's summary."""
         import wandb
 
-        if summary.get("status") == COMPLETED:
+        if run.status == COMPLETED:
             artifact = wandb.Artifact(f"{self.run.id}-model", type="model")
             for name in (MODEL_FILE, VECNORMALIZE_FILE):
                 if (run_dir / name).is_file():
                     artifact.add_file(str(run_dir / name))
             self.run.log_artifact(artifact)
-            for key in ("final_eval", "best_eval", "random_baseline"):
-                if isinstance(summary.get(key), dict):
-                    self.run.summary[key] = {k: v for k, v in summary[key].items() if not isinstance(v, list)}
-        self.run.summary["status"] = summary.get("status")
-        self.run.finish(exit_code=0 if summary.get("status") == COMPLETED else 1)
+            for key, score in (
+                ("final_eval", run.final_eval),
+                ("best_eval", run.best_eval),
+                ("random_baseline", run.random_baseline),
+            ):
+                if isinstance(score, dict):
+                    self.run.summary[key] = {k: v for k, v in score.items() if not isinstance(v, list)}
+        self.run.summary["status"] = run.status
+        self.run.finish(exit_code=0 if run.status == COMPLETED else 1)
 
 
 class _Writer(KVWriter):

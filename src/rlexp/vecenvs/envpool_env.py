@@ -27,6 +27,7 @@ import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from rlexp.cluster.cpus import job_cpus
+from rlexp.config.env_families import family_named
 from rlexp.errors import ConfigError
 from rlexp.vecenvs.batched import BatchedVecEnv
 from rlexp.vecenvs.episodes import EpisodeStats
@@ -72,6 +73,13 @@ def _import_envpool() -> Any:
     return envpool
 
 
+def atari_task(env_cfg: Any) -> bool:
+    """Whether EnvPool builds the env as its Atari task: its family's preprocessing (the preset's AtariWrapper
+    and frame stack) done by EnvPool (rlexp.config.env_families, ``envpool_atari``)."""
+    family = family_named(env_cfg.get("family"))
+    return family is not None and family.envpool_atari
+
+
 def atari_game(env_id: str) -> str:
     """Pong for ALE/Pong-v5, PongNoFrameskip-v4, Pong-v4..."""
     name = env_id.split(":")[-1].removeprefix("ALE/")
@@ -113,7 +121,7 @@ def _sticky(env_id: str) -> float:
 def envpool_task(env_cfg: Any, kwargs: dict[str, Any], wrappers: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """EnvPool's task id and options for an env config; a one-line error for what EnvPool has not."""
     envpool = _import_envpool()
-    atari = env_cfg.get("family") == "atari"
+    atari = atari_task(env_cfg)
     task = f"{atari_game(env_cfg.id)}-v5" if atari else env_cfg.id
     known = envpool.list_all_envs()
     if task not in known:

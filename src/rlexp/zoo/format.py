@@ -1,5 +1,5 @@
 """RL Zoo's hyperparameter format, read without eval(): one home for what the zoo's keys and Python strings
-mean in rlexp's keys, for the generator of conf/tuned (tests/zoo_values.py) and for reading the config.yml
+mean in rlexp's keys, for the generator of conf/tuned (tools/zoo_import.py) and for reading the config.yml
 of a run the zoo trained (rlexp.zoo.runs).
 
 The zoo writes Python in strings (``policy_kwargs: "dict(net_arch=[64], activation_fn=nn.ReLU)"``); they are
@@ -13,6 +13,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rlexp.config.env_families import FAMILIES
 
 ZOO_VERSION = "2.9.2"
 # the zoo's file name -> rlexp's algo (her.yml is not read: the zoo 2.9.2 has no `her` algorithm; its
@@ -44,9 +46,9 @@ WRAPPER_CLASSES = {
     "rl_zoo3.wrappers.YAMLCompatResizeObservation": "rlexp.build.wrappers.ResizeObservation",
     "gymnasium.wrappers.transform_observation.GrayscaleObservation": "gymnasium.wrappers.GrayscaleObservation",
 }
+# the zoo's wrapper classes -> their names under env.wrappers (an env family's: the name its presets give it)
 WRAPPER_NAMES = {
-    "AtariWrapper": "atari",
-    "FlatObsWrapper": "flat_obs",
+    **{target.rsplit(".", 1)[1]: name for family in FAMILIES for name, target in family.wrappers.items()},
     "TimeFeatureWrapper": "time_feature",
     "FrameSkip": "frame_skip",
     "ResizeObservation": "resize",

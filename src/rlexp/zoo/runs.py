@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +30,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config.env_families import family_of
 from rlexp.config.env_routing import preset_wrappers
+from rlexp.config.schema import ALGO_SCHEMAS
 from rlexp.errors import ConfigError, collapsed
 from rlexp.rundir import agents as rlexp_agents
 from rlexp.rundir.agents import FINAL, SavedAgent
 from rlexp.rundir.contract import BEST_DIR, CHECKPOINT_PREFIX, VECNORMALIZE_FILE
 from rlexp.rundir.contract import CONFIG_FILE as RLEXP_CONFIG_FILE
+from rlexp.rundir.record import ABSENT, RunRecord
 from rlexp.rundir.trust import check_trusted
 from rlexp.zoo.format import ALGOS, WRAPPER_NAMES, rlexp_values, yaml_value
 
@@ -138,12 +139,9 @@ def read_zoo_yaml(path: Path) -> dict[str, Any]:
 
 
 def _algo_defaults(algo: str) -> dict[str, Any]:
-    """rlexp's config of ``algo`` (conf/algo/<algo>.yaml: its class and SB3's defaults, which are the zoo's
-    for every key its entry leaves out)."""
-    text = files("rlexp.conf").joinpath(f"algo/{algo}.yaml").read_text()
-    values = yaml.safe_load(text)
-    values.pop("defaults", None)
-    return values
+    """rlexp's config of ``algo`` (its schema: its class and SB3's defaults, which are the zoo's for every key
+    its entry leaves out)."""
+    return OmegaConf.to_container(OmegaConf.structured(ALGO_SCHEMAS[algo]))  # type: ignore[return-value]
 
 
 def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
@@ -216,8 +214,8 @@ def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> d
     if args.get("env_kwargs") is not None:
         config["env"]["kwargs"] = dict(args["env_kwargs"])
     config["env"].setdefault("kwargs", {})
-    # the zoo evaluates Atari and MiniGrid with the stochastic policy, everything else deterministic
-    stochastic = family is not None and family.name in ("atari", "minigrid")
+    # the zoo evaluates some families with the stochastic policy (Atari, MiniGrid), everything else deterministic
+    stochastic = family is not None and family.stochastic_eval
     evaluation = {"deterministic": not stochastic, "n_envs": int(args.get("n_eval_envs") or 1)}
     evaluation.update(freq=max(int(args.get("eval_freq") or 0), 0), n_episodes=int(args.get("eval_episodes") or 5))
     config["callbacks"] = {"eval": evaluation}
@@ -237,7 +235,7 @@ def zoo_config(run: ZooRun, raw: dict[str, Any] | None = None) -> DictConfig:
         ) from None
 
 
-def zoo_summary(run: ZooRun) -> dict[str, Any]:
+def zoo_summary(run: ZooRun) -> RunRecord:
     """What a report reads of a run's summary.json, for a zoo run: its algorithm, env, seed and steps, and as
     its final evaluation the last of its periodic evaluations (evaluations.npz: the zoo evaluates no more at
     the end), the best of them as its best. Without evaluations.npz (``--eval-freq -1``) it has no score."""
@@ -245,30 +243,34 @@ def zoo_summary(run: ZooRun) -> dict[str, Any]:
 
     args = read_zoo_yaml(run.files_dir / ARGS_FILE)
     final = run.agents().get(FINAL)
-    summary: dict[str, Any] = {
+    steps = _num_timesteps(final[0]) if final else None
+    seed = args.get("seed")
+    record = RunRecord(
         # (a status other than rlexp's own is a report's reason to leave the run out)
-        "status": COMPLETED if final else f"no {run.env_name}.zip: the zoo's training did not finish",
-        "algo": ALGOS.get(str(args.get("algo")), str(args.get("algo"))),
-        "env_id": str(args.get("env", run.env_name)),
-        "seed": args.get("seed"),
-        "steps_done": _num_timesteps(final[0]) if final else None,
-    }
+        status=COMPLETED if final else f"no {run.env_name}.zip: the zoo's training did not finish",
+        algo=ALGOS.get(str(args.get("algo")), str(args.get("algo"))),
+        env_id=str(args.get("env", run.env_name)),
+        seed=seed if isinstance(seed, int) else None,
+        steps_done=ABSENT if steps is None else steps,
+    )
     if not final:
-        return summary
+        return record
     try:
         evaluations = read_evaluations(run.folder)
         means = None if evaluations is None else evaluations.means
     except Exception as err:  # np.load: BadZipFile, EOFError...; the zoo rewrites it in place while it trains
-        summary["status"] = f"evaluations.npz unreadable ({type(err).__name__}): still training?"
-        return summary
+        record.status = f"evaluations.npz unreadable ({type(err).__name__}): still training?"
+        return record
     if evaluations is None or means is None or not len(means):
-        summary["status"] = "no evaluations.npz: trained with --eval-freq -1 (rlexp evaluate scores its agent)"
-        return summary
+        record.status = "no evaluations.npz: trained with --eval-freq -1 (rlexp evaluate scores its agent)"
+        return record
+    per_evaluation = int(evaluations.results.size // max(len(means), 1))
     last, best = len(means) - 1, int(means.argmax())
-    for key, i in (("final_eval", last), ("best_eval", best)):
-        summary[key] = {"mean": float(means[i]), "step": int(evaluations.timesteps[i]),
-                        "n_episodes": int(evaluations.results.size // max(len(means), 1))}  # fmt: skip
-    return summary
+    record.final_eval, record.best_eval = (
+        {"mean": float(means[i]), "step": int(evaluations.timesteps[i]), "n_episodes": per_evaluation}
+        for i in (last, best)
+    )
+    return record
 
 
 def _num_timesteps(zip_path: Path) -> int | None:

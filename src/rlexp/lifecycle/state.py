@@ -1,7 +1,7 @@
 """The run dir's life: is it new, a run to resume, a completed run, or someone else's run to leave alone?
 
 A run never writes into a directory that holds another run; a run stopped by a signal, or whose process
-died, is continued there (rlexp.rundir.resume says from where).
+died, is continued there (rlexp.lifecycle.resume says from where).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
+from rlexp.lifecycle.lock import abandoned, is_free
+from rlexp.lifecycle.resume import ResumePoint, resume_point, set_aside
 from rlexp.rundir.agents import recover_partial_saves
 from rlexp.rundir.contract import (
     COMPLETED,
@@ -23,17 +25,15 @@ from rlexp.rundir.contract import (
     RUNNING,
     SUMMARY_FILE,
     read_config,
-    read_summary,
 )
-from rlexp.rundir.lock import abandoned, is_free
-from rlexp.rundir.resume import ResumePoint, resume_point, set_aside
+from rlexp.rundir.record import RunRecord, read_record
 
 log = logging.getLogger(__name__)
 
 
-def completed_run(run_dir: Path) -> dict[str, Any] | None:
-    summary = read_summary(run_dir)
-    return summary if summary is not None and summary.get("status") == COMPLETED else None
+def completed_run(run_dir: Path) -> RunRecord | None:
+    record = read_record(run_dir)
+    return record if record is not None and record.status == COMPLETED else None
 
 
 def _first_difference(old: Any, new: Any, path: str = "") -> str:
@@ -69,22 +69,22 @@ def config_difference(cfg: DictConfig, run_dir: Path) -> str:
 
 def check_run_dir(
     cfg: DictConfig, run_dir: Path, keep_completed: bool = False, warn: bool = False
-) -> tuple[dict, ResumePoint | None] | None:
-    """Refuses a run dir that holds another run; returns the summary and resume point of this run when
+) -> tuple[RunRecord, ResumePoint | None] | None:
+    """Refuses a run dir that holds another run; returns the record and resume point of this run when
     it is there to continue (point None: no intact checkpoint is left, and it starts over), else None.
 
     ``keep_completed``: this run, completed, is accepted (a multirun run again keeps it); ``warn``: about
     damaged agents passed over."""
-    summary = read_summary(run_dir)
-    if summary is None:
+    record = read_record(run_dir)
+    if record is None:
         return None
-    if keep_completed and summary.get("status") == COMPLETED and not config_difference(cfg, run_dir):
+    if keep_completed and record.status == COMPLETED and not config_difference(cfg, run_dir):
         return None
-    point = resume_point(run_dir, summary, warn)
+    point = resume_point(run_dir, record, warn)
     # an interrupted run whose resume agent is damaged, with no intact checkpoint either, starts over
-    if point is None and summary.get("status") != INTERRUPTED and not abandoned(summary, run_dir):
-        status = summary.get("status")
-        where = f"{summary.get('host')} pid {summary.get('pid')}"
+    if point is None and record.status != INTERRUPTED and not abandoned(record, run_dir):
+        status = record.status
+        where = f"{record.host} pid {record.pid}"
         owner = (
             f", by {where}, which {'may be' if is_free(run_dir) else 'is'} still running" if status == RUNNING else ""
         )
@@ -98,11 +98,11 @@ def check_run_dir(
             f"hydra.run.dir={run_dir} holds an interrupted run with another config (differs at "
             f"{differs}); to continue it, re-run its command (command.txt)"
         )
-    return summary, point
+    return record, point
 
 
-def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], ResumePoint] | None:
-    """The summary of the run to continue in ``run_dir`` (stopped by a signal, or its process died;
+def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[RunRecord, ResumePoint] | None:
+    """The record of the run to continue in ``run_dir`` (stopped by a signal, or its process died;
     same config) and where to continue it from; None for a new run dir, or for an abandoned run that
     saved nothing (its files are set aside and it starts over). Any other run there is refused."""
     if (run_dir / SUMMARY_FILE).is_file():
@@ -110,7 +110,7 @@ def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], Resum
     found = check_run_dir(cfg, run_dir, warn=True)
     if found is None:
         return None
-    summary, point = found
+    record, point = found
     if point is None:
         log.warning(
             "the run in %s ended without an intact checkpoint; starting over (its files: %s)",
@@ -118,7 +118,7 @@ def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], Resum
             set_aside(run_dir),
         )
         return None
-    return summary, point
+    return record, point
 
 
 def only_hydra_files(run_dir: Path) -> bool:

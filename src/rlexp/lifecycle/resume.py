@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from rlexp.rundir import lock
+from rlexp.lifecycle import lock
 from rlexp.rundir.agents import damage
 from rlexp.rundir.contract import ABANDONED_PREFIX, INTERRUPTED, MODEL_FILE, RESUME_DIR, checkpoint_steps
+from rlexp.rundir.record import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -23,18 +23,18 @@ class ResumePoint:
     step: int
 
 
-def resume_point(run_dir: Path, summary: dict[str, Any], warn: bool = False) -> ResumePoint | None:
+def resume_point(run_dir: Path, record: RunRecord, warn: bool = False) -> ResumePoint | None:
     """Where to continue the run in ``run_dir``: the agent saved on a signal; for an abandoned run, the
     newest of its checkpoints. A damaged agent is passed over for the next newest (``warn``: saying so);
     None when none is left (the run starts over)."""
     resume = run_dir / RESUME_DIR
     found = []
-    if summary.get("status") == INTERRUPTED:
-        found.append(ResumePoint(resume, int(summary["steps_done"])))
-    elif not lock.abandoned(summary, run_dir):
+    if record.status == INTERRUPTED and record.steps is not None:
+        found.append(ResumePoint(resume, record.steps))
+    elif not lock.abandoned(record, run_dir):
         return None
-    elif summary.get("resumed"):  # saved before the last resumption
-        found.append(ResumePoint(resume, int(summary["resumed"][-1]["step"])))
+    elif isinstance(record.resumed, list) and record.resumed:  # saved before the last resumption
+        found.append(ResumePoint(resume, int(record.resumed[-1]["step"])))
     found += [ResumePoint(d, step) for step, d in checkpoint_steps(run_dir).items()]
     for point in sorted(found, key=lambda point: point.step, reverse=True):
         if not (point.path / MODEL_FILE).is_file():

@@ -16,11 +16,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from rlexp.cluster.liveness import boot_id, run_process_is_gone
+from rlexp.cluster.liveness import boot_id, owner_is_gone
 from rlexp.errors import ConfigError
 from rlexp.rundir.contract import ABORTED, LOCK_FILE, RUNNING
+
+if TYPE_CHECKING:
+    from rlexp.rundir.record import RunRecord
 
 # run dirs whose lock this process holds -> the open file that holds it
 _held: dict[Path, int] = {}
@@ -116,16 +119,17 @@ def wait_until_free(run_dir: Path, seconds: float) -> bool:
     return True
 
 
-def abandoned(summary: dict[str, Any], run_dir: Path) -> bool:
+def abandoned(record: RunRecord, run_dir: Path) -> bool:
     """A run that ended without finishing or saving on a signal: its process died (SIGKILL, out of
     memory, node failure, a job killed after its grace time) or a second Ctrl-C aborted it.
 
     On this machine (same boot id, e.g. another container on it, or same host) the run dir's lock tells
-    (rlexp.rundir.lock); a run of another machine, or one without a lock file, is judged by its SLURM job or
+    (rlexp.lifecycle.lock); a run of another machine, or one without a lock file, is judged by its SLURM job or
     process (rlexp.cluster.liveness)."""
-    status = summary.get("status")
-    if status != RUNNING:
-        return status == ABORTED
-    same_machine = summary.get("boot_id") == boot_id() or summary.get("host") == socket.gethostname()
+    if record.status != RUNNING:
+        return record.status == ABORTED
+    same_machine = record.boot_id == boot_id() or record.host == socket.gethostname()
     free = is_free(run_dir) if same_machine else None
-    return free if free is not None else run_process_is_gone(summary)
+    if free is not None:
+        return free
+    return owner_is_gone(record.host, str(record.pid), record.slurm_job_id, int(record.slurm_restart or 0))
