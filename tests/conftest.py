@@ -6,12 +6,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from forked_rlexp import run_rlexp
 from hydra import compose, initialize_config_module
 from infra.postgres import Postgres, postgres_bin
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -100,17 +100,11 @@ def wait_for_episodes(
 
 
 def rlexp_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 300):
-    """The installed `rlexp` command in a subprocess (as a user runs it)."""
+    """`python -m rlexp ARGS` as a process of its own (as a user runs it), forked from a server that
+    imported rlexp once (tests/forked_rlexp.py)."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("HYDRA_FULL_ERROR", None) if env is None or "HYDRA_FULL_ERROR" not in env else None
-    return subprocess.run(
-        [sys.executable, "-m", "rlexp", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_rlexp(args, cwd, full_env, timeout)
 
 
 @pytest.fixture(autouse=True)

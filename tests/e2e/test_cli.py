@@ -54,6 +54,7 @@ def test_a_flag_goes_anywhere_on_the_line(at, env, tmp_path):
     assert "tuned_file: ppo_acrobot" in result.stdout and "id: Acrobot-v1" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_multirun_flag_at_the_end_and_a_verb_flag_between_runs(tmp_path):
     result = rlexp_cli(
         ["algo=ppo", "env.id=Acrobot-v1", "seed=0,1", *FAST, "hydra.sweep.dir=sweep", "-m"], cwd=tmp_path

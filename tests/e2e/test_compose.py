@@ -54,11 +54,24 @@ def test_algo_schema_holds_the_library_defaults(algo):
         assert cfg.algo[key] == (list(default) if isinstance(default, tuple) else default), key
 
 
-@pytest.mark.parametrize("env", ENVS)
-@pytest.mark.parametrize("algo", ALGOS)
+def _pairs() -> list[tuple[str, str]]:
+    """Every tuned pair (each tuned file composed once), and each env and each algorithm once more without
+    a tuned file of its own: the rest of the 12 x 52 product composes the same presets and schemas again."""
+    tuned = [(algo, env) for algo in ALGOS for env in ENVS if f"{algo}_{env}" in TUNED]
+    untuned = {(algo, env) for algo in ALGOS for env in ENVS if f"{algo}_{env}" not in TUNED}
+    # (spread over the algorithms: env i with the first untuned of the algorithms from the i-th on)
+    sample = set()
+    for i, env in enumerate(ENVS):
+        turn = ALGOS[i % len(ALGOS) :] + ALGOS[: i % len(ALGOS)]
+        sample |= {next((algo, env) for algo in turn if (algo, env) in untuned)}
+    sample |= {next(p for p in sorted(untuned) if p[0] == algo) for algo in ALGOS}
+    return tuned + sorted(sample)
+
+
+@pytest.mark.parametrize(("algo", "env"), _pairs())
 def test_every_algo_env_pair_composes(algo, env):
-    """Each pair once; a tuned pair's composition applies its tuned file to the schema (only known keys),
-    which names itself."""
+    """Each tuned pair once, and each env and algorithm without a tuned file; a tuned pair's composition
+    applies its tuned file to the schema (only known keys), which names itself."""
     cfg, choices = compose_cfg([f"algo={algo}", f"env={env}"])
     OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     expected = f"{algo}_{env}" if f"{algo}_{env}" in TUNED else None
@@ -68,9 +81,12 @@ def test_every_algo_env_pair_composes(algo, env):
 
 
 def test_every_tuned_file_is_of_a_shipped_pair():
-    """So that the pairs' compositions above reach each tuned file (each is composed there, once)."""
-    pairs = {f"{algo}_{env}" for algo in ALGOS for env in ENVS}
-    assert set(TUNED) <= pairs, sorted(set(TUNED) - pairs)
+    """So that the pairs' compositions above reach each tuned file (each is composed there, once), each env
+    and each algorithm."""
+    pairs = _pairs()
+    assert set(TUNED) <= {f"{algo}_{env}" for algo, env in pairs}, sorted(set(TUNED) - set(pairs))
+    assert {env for _, env in pairs} == set(ENVS) and {algo for algo, _ in pairs} == set(ALGOS)
+    assert len(pairs) == len(set(pairs)) < len(ALGOS) * len(ENVS) / 2
 
 
 def test_tuned_values_apply_and_command_line_wins():

@@ -111,6 +111,7 @@ def test_panda_gym_trains_tqc_with_her(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not _installed("highway_env"), reason="needs rlexp[highway]")
+@pytest.mark.slow
 def test_highway_parking_trains_with_her(tmp_path: Path) -> None:
     args = ["algo=tqc", "env.id=parking-v0", "n_timesteps=150", "algo.learning_starts=100", "algo.batch_size=32"]
     summary, _ = _trained(args, tmp_path)
@@ -124,6 +125,7 @@ def test_pybullet_locomotion_trains_with_normalization(tmp_path: Path) -> None:
     assert summary["tuned_file"] == "ppo_hopper_bullet" and (tmp_path / "run" / "vecnormalize.pkl").is_file()
 
 
+@pytest.mark.slow
 def test_carracing_trains_from_64x64_grey_frames(tmp_path: Path) -> None:
     from stable_baselines3 import PPO
 
@@ -156,6 +158,7 @@ def test_bad_env_input_is_one_line_and_makes_no_run_dir(tmp_path: Path) -> None:
         assert not run.exists()
 
 
+@pytest.mark.slow
 def test_an_mlp_on_images_is_warned_in_one_line(tmp_path: Path) -> None:
     args = ["algo=ppo", "env.id=CarRacing-v3", "~tuned", "n_timesteps=64", "algo.n_steps=64", "algo.batch_size=64"]
     _, stderr = _trained(args, tmp_path)

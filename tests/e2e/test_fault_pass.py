@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 from conftest import rlexp_cli, stderr_lines
 
@@ -68,6 +69,7 @@ def test_what_killed_reports_left_is_removed_and_a_live_writers_dir_is_not(tmp_p
     assert (tmp_path / "report" / "report.json").is_file()
 
 
+@pytest.mark.slow
 def test_reports_racing_for_one_dir_all_succeed_and_leave_one_whole_report(tmp_path):
     """Each writes its own hidden sibling; the swaps take turns (the last one's report stays)."""
     runs = _runs(tmp_path / "runs")

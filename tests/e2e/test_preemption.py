@@ -58,7 +58,7 @@ def _wait_for_file(path, proc: subprocess.Popen, timeout: float = 300) -> None:
         # rollouts of 8 envs x 32 steps, on gymnasium's NumPy CartPole (env.vec_env=auto)
         ("ppo", ["n_timesteps=12000"], signal.SIGTERM),
         # the other vector envs (rlexp.vecenvs): EnvPool's, and the lean DummyVecEnv
-        pytest.param("ppo", ["n_timesteps=12000", "env.vec_env=envpool"], signal.SIGTERM),
+        pytest.param("ppo", ["n_timesteps=12000", "env.vec_env=envpool"], signal.SIGTERM, marks=pytest.mark.slow),
         pytest.param("ppo", ["n_timesteps=12000", "env.vec_env=lean"], signal.SIGTERM, marks=pytest.mark.slow),
         pytest.param(  # replay buffer
             "dqn", ["n_timesteps=16000", "algo.learning_starts=500"], signal.SIGUSR2, marks=pytest.mark.slow

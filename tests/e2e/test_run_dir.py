@@ -498,6 +498,7 @@ def test_a_run_of_an_older_rlexp_without_the_keys_added_since_is_the_same_run(tm
     assert config_difference(cfg, tmp_path) == "random_baseline.episodes"
 
 
+@pytest.mark.slow
 def test_latest_points_to_the_newest_run_and_is_never_a_run_of_its_own(tmp_path):
     from rlexp.reporting.runs import runs_in
 

@@ -23,6 +23,7 @@ CASES = {"sac": (SAC, sbx.SAC, "Pendulum-v1"), "ppo": (PPO, sbx.PPO, "CartPole-v
 
 
 @pytest.mark.parametrize("algo", ["sac", pytest.param("ppo", marks=pytest.mark.slow)])  # (PPO: in CI's slow run)
+@pytest.mark.slow
 def test_sbx_run_dir_loads_in_sbx_and_evaluates_as_recorded(algo, tmp_path):
     overrides, cls, env_id = CASES[algo]
     result = rlexp_cli(

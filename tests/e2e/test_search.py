@@ -58,6 +58,7 @@ def test_search_space_of_each_algorithm_composes(algo, env):
     assert cfg.hydra.sweeper.study_name == f"{algo}-{env}"
 
 
+@pytest.mark.slow
 def test_search_end_to_end_results_retrain_and_resume(tmp_path):
     result = rlexp_cli([*SMALL, "hydra.sweeper.n_trials=4"], cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -207,6 +208,7 @@ def test_max_total_trials_caps_the_study(tmp_path):
     assert len(_study(tmp_path).trials) == 2
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_to_exactly_n_trials(tmp_path):
     command = [sys.executable, "-m", "rlexp", *SMALL, "n_timesteps=4096", "hydra.sweeper.n_trials=3"]
     proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -26,6 +26,7 @@ def _wandb_summary(run_file) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_a_wandb_offline_run_holds_the_config_scalars_and_agent_and_a_resume_continues_it(tmp_path):
     args = [*FAST, "logger=wandb", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "n_timesteps=4096"]
     args += ["callbacks.eval.freq=1000", "hydra.run.dir=run"]
@@ -60,6 +61,7 @@ def test_a_wandb_offline_run_holds_the_config_scalars_and_agent_and_a_resume_con
     assert '"type":"artifact"' in records.replace(" ", "") and "model.zip" in records
 
 
+@pytest.mark.slow
 def test_two_parallel_mlflow_jobs_share_one_new_store(tmp_path):
     import mlflow
 

@@ -208,7 +208,7 @@ def test_a_backend_that_cannot_step_the_env_is_refused_in_one_line(args: list[st
     assert not (tmp_path / "outputs").exists()  # no run dir for a run that never started
 
 
-@pytest.mark.parametrize("waits", ["PASSIVE", "ACTIVE"])
+@pytest.mark.parametrize("waits", ["PASSIVE", pytest.param("ACTIVE", marks=pytest.mark.slow)])
 def test_a_cnn_on_envpool_takes_every_cpu_where_torch_s_threads_sleep(waits: str, tmp_path: Path) -> None:
     """torch takes turns with EnvPool's pool on every CPU, with its threads sleeping at their barriers
     (rlexp asks for that before torch loads); a user's spinning threads keep one."""
