@@ -41,10 +41,11 @@ class Run:
     def summary(self) -> dict[str, Any]:
         """summary.json as it is now (status, scores, steps, versions...)."""
         from rlexp.rundir.contract import read_summary
-        from rlexp.zoo.runs import zoo_summary
+        from rlexp.zoo.runs import ZOO_SUMMARY_KEYS, zoo_summary
 
         if self._zoo is not None:
-            return zoo_summary(self._zoo).to_json()
+            record = zoo_summary(self._zoo).to_json()
+            return {key: record[key] for key in ZOO_SUMMARY_KEYS if key in record}
         summary = read_summary(self.dir, remedy="not a run dir of this rlexp?")
         if summary is None:
             raise ConfigError(f"{self.dir}: no summary.json (the run never started)")

@@ -235,6 +235,10 @@ def zoo_config(run: ZooRun, raw: dict[str, Any] | None = None) -> DictConfig:
         ) from None
 
 
+# what a zoo run's record holds (the rest of summary.json is rlexp's own: provenance, threads, checksums...)
+ZOO_SUMMARY_KEYS = ("status", "algo", "env_id", "seed", "steps_done", "final_eval", "best_eval")
+
+
 def zoo_summary(run: ZooRun) -> RunRecord:
     """What a report reads of a run's summary.json, for a zoo run: its algorithm, env, seed and steps, and as
     its final evaluation the last of its periodic evaluations (evaluations.npz: the zoo evaluates no more at
