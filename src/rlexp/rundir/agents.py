@@ -35,7 +35,7 @@ from rlexp.rundir.contract import (
     checkpoint_dir,
     checkpoint_steps,
 )
-from rlexp.rundir.record import read_record
+from rlexp.rundir.record import RunRecord, read_record
 from rlexp.rundir.trust import read_trusted_config
 
 if TYPE_CHECKING:  # SB3 loads only when an agent is saved: the sweeper and `rlexp --help` stay quick
@@ -220,13 +220,12 @@ def _agent(name: str, model: Path, run_dir: Path, trust: Iterable[str]) -> Saved
     if cfg.env.normalize and not stats.is_file():
         raise ConfigError(f"{model.parent}: no {VECNORMALIZE_FILE}, though the run used env.normalize=true")
     return SavedAgent(
-        name, model, stats if stats.is_file() else None, cfg, run_dir, _batched_final_eval(run_dir), tuple(trust)
+        name, model, stats if stats.is_file() else None, cfg, run_dir, _batched_final_eval(record), tuple(trust)
     )
 
 
-def _batched_final_eval(run_dir: Path) -> bool:
+def _batched_final_eval(record: RunRecord | None) -> bool:
     """Whether the run's final evaluation stepped its envs side by side (recorded as final_eval.n_envs);
     a run that has not finished yet will."""
-    record = read_record(run_dir)
     final = None if record is None else record.final_eval
     return not isinstance(final, dict) or "n_envs" in final
