@@ -4,6 +4,8 @@ optimality gap and probability of improvement, with their stratified bootstrap i
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 
 import numpy as np
@@ -13,7 +15,17 @@ from scipy import stats
 from statsmodels.stats import multitest, power
 
 from rlexp.stats import bootstrap, significance
-from rlexp.stats.aggregates import IQM, MEAN, MEDIAN, OPTIMALITY_GAP, STATISTICS, Scores, Statistic, reported
+from rlexp.stats.aggregates import (
+    IQM,
+    MEAN,
+    MEDIAN,
+    OPTIMALITY_GAP,
+    PROBABILITY_OF_IMPROVEMENT,
+    STATISTICS,
+    Scores,
+    Statistic,
+    reported,
+)
 
 # rliable's intervals are drawn with fewer repetitions (it loops in Python: ~0.4 ms each): endpoints are
 # compared within a share of the interval's width, several times the Monte-Carlo error measured here
@@ -127,6 +139,78 @@ def test_no_two_statistics_share_a_key_and_groups_csv_has_each():
         assert len(reported(scores)) == sum(scores in s.on for s in STATISTICS), scores
     keys = {key for scores in Scores for key in reported(scores)}
     assert len(ESTIMATES) == len(set(ESTIMATES)) and set(ESTIMATES) == keys
+
+
+def test_the_declared_probability_of_improvement_is_rliables(scores):
+    """Its value on one task, averaged over tasks, is rliable's probability_of_improvement (ties half,
+    and two equal groups 0.5), one task at a time or all at once (its batched form)."""
+    a, b = scores
+    poi = PROBABILITY_OF_IMPROVEMENT
+    for x, y in ((a, b), (b, a), (np.round(a), np.round(b)), (a, a)):
+        mine = np.mean([poi.of_runs(x[:, t], y[:, t]) for t in range(x.shape[1])])
+        assert mine == pytest.approx(metrics.probability_of_improvement(x, y), rel=1e-12, abs=1e-12)
+        assert mine == pytest.approx(np.mean(poi.of_runs(x.T, y.T)), rel=1e-12)
+
+
+@pytest.mark.parametrize(("n", "m"), [(2, 2), (3, 2), (2, 4), (5, 8)])
+def test_the_probability_of_improvements_form_of_counts_is_its_form_of_runs(n, m):
+    """The bootstrap computes P(A > B) of each resample from counts over the sorted runs: on every pair of
+    resamples it must give what the statistic gives of the resampled runs themselves (tied scores)."""
+    rng = np.random.default_rng(10 * n + m)
+    x, y = (np.sort(rng.choice([0.2, 0.5, 0.9, 1.0, 1.3], size=k)) for k in (n, m))
+    draws_x, draws_y = _resamples(n), _resamples(m)
+    draws_x, draws_y = draws_x[rng.integers(0, len(draws_x), 500)], draws_y[rng.integers(0, len(draws_y), 500)]
+    cx = np.stack([np.bincount(row, minlength=n) for row in draws_x]).astype(np.int32)
+    cy = np.stack([np.bincount(row, minlength=m) for row in draws_y]).astype(np.int32)
+    cum_y = np.concatenate([np.zeros((len(cy), 1), np.int32), np.cumsum(cy, axis=1, dtype=np.int32)], axis=1)
+    from_counts = PROBABILITY_OF_IMPROVEMENT.of_counts(x, y)(cx, cum_y)
+    of_runs = [float(PROBABILITY_OF_IMPROVEMENT.of_runs(x[i], y[j])) for i, j in zip(draws_x, draws_y, strict=True)]
+    np.testing.assert_allclose(from_counts, of_runs, rtol=1e-12, atol=1e-12)
+
+
+def test_a_reports_comparisons_are_keyed_and_headed_as_declared(tmp_path):
+    """report.json's comparison rows hold P(A > B) under its declared name, comparisons.csv in its declared
+    columns and report.md under its label: a report that spelled it otherwise would fail here."""
+    import json
+
+    import yaml
+
+    from rlexp.reporting.compute import ALL_ENVS, Settings, compute
+    from rlexp.reporting.make import collect
+    from rlexp.reporting.metrics import parse_metric
+    from rlexp.reporting.write import comparisons_csv, markdown
+
+    rng = np.random.default_rng(0)
+    for lr in (0.001, 0.01, 0.1):
+        for env in ("A-v0", "B-v0"):
+            for seed in range(3 if lr != 0.1 or env == "A-v0" else 1):  # (one run: no interval)
+                run = tmp_path / "runs" / f"{lr}_{env}_{seed}"
+                run.mkdir(parents=True)
+                final = float(rng.normal(100 * lr))
+                summary = {"status": "completed", "algo": "ppo", "env_id": env, "seed": seed}
+                (run / "summary.json").write_text(json.dumps({**summary, "final_eval": {"mean": final}}))
+                config = {"algo": {"learning_rate": lr}, "seed": seed, "env": {"id": env}}
+                (run / "config.yaml").write_text(yaml.safe_dump(config))
+                np.savez(run / "evaluations.npz", timesteps=np.array([10, 20]), results=np.array([[0.0], [final]]))
+    settings = Settings(metric=parse_metric("final"), reps=500, band_reps=50)
+    report = compute(*collect([tmp_path / "runs"], settings.metric), settings)
+    poi = PROBABILITY_OF_IMPROVEMENT
+    rows = report["comparisons"]
+    assert len(rows) == 9 and all(set(r[poi.name]) == {"value", "low", "high"} for r in rows)
+    assert any(r[poi.name]["low"] is None for r in rows) and any(r[poi.name]["low"] is not None for r in rows)
+    table = list(csv.DictReader(io.StringIO(comparisons_csv(report))))
+    assert len(table) == len(rows) and set(poi.columns()) <= set(table[0])
+    for row, line in zip(rows, table, strict=True):
+        for column, field in zip(poi.columns(), ("value", "low", "high"), strict=True):
+            assert line[column] == ("" if row[poi.name][field] is None else str(row[poi.name][field]))
+    for row in (r for r in rows if r["env"] != ALL_ENVS):
+        x, y = (
+            np.array([r["score"] for r in report["runs"] if (r["group"], r["env"]) == (row[g], row["env"])])
+            for g in "ab"
+        )
+        assert row[poi.name]["value"] == float(poi.of_runs(x, y))
+    md = markdown(report, {}, ["runs"])
+    assert f"| A | B | env | {poi.label} |" in md and f"**{poi.label}**" in md
 
 
 def test_one_run_against_others_has_no_interval():

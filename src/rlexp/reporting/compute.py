@@ -17,7 +17,7 @@ from rlexp.errors import ConfigError
 from rlexp.reporting.metrics import Grid, Metric, on_grid, why_no_grid
 from rlexp.reporting.runs import Run, differing_keys
 from rlexp.stats import bootstrap, significance
-from rlexp.stats.aggregates import Scores, reported
+from rlexp.stats.aggregates import PROBABILITY_OF_IMPROVEMENT, Scores, reported
 
 BAND_REPS = 2_000  # resamples for the bands of the figures: a band to see, not a number to report
 PROFILE_POINTS = 101
@@ -214,7 +214,7 @@ def _comparisons(c: _Cells) -> list[dict[str, Any]]:
                     "n_a": int(x.size),
                     "n_b": int(y.size),
                     "difference_of_means": float(x.mean() - y.mean()),
-                    "probability_of_improvement": {"value": p, "low": low, "high": high},
+                    PROBABILITY_OF_IMPROVEMENT.name: {"value": p, "low": low, "high": high},
                     "welch_p": significance.welch_p(x, y),
                     "mann_whitney_p": significance.mann_whitney_p(x, y),
                     "hedges_g": significance.hedges_g(x, y),
@@ -230,7 +230,7 @@ def _comparisons(c: _Cells) -> list[dict[str, Any]]:
                     "b": b,
                     "env": ALL_ENVS,
                     "envs": shared,
-                    "probability_of_improvement": {"value": p, "low": low, "high": high},
+                    PROBABILITY_OF_IMPROVEMENT.name: {"value": p, "low": low, "high": high},
                 }
             )
     per_env = [r for r in rows if r["env"] != ALL_ENVS]
@@ -249,7 +249,7 @@ def _reference_verdicts(c: _Cells) -> list[dict[str, Any]]:
         if not (c.has(group, env) and c.has(reference, env)):
             continue
         x, y = c.scores(group, env), c.scores(reference, env)
-        beats = float(bootstrap.improvement(x, y))  # P(X > Y), ties half: the point of P(A > B)
+        beats = float(PROBABILITY_OF_IMPROVEMENT.of_runs(x, y))  # P(X > Y), ties half: the point of P(A > B)
         rows.append(
             {
                 "group": group,

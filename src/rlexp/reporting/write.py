@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.reporting.compute import ALL_ENVS
-from rlexp.stats.aggregates import IQM, STATISTICS, Scores, reported
+from rlexp.stats.aggregates import IQM, PROBABILITY_OF_IMPROVEMENT, STATISTICS, Scores, reported
 
 READING = """\
 **IQM** (interquartile mean) is the mean of the middle 50% of the runs' scores: unlike the mean it is not
@@ -26,7 +26,7 @@ intervals mean the seeds do not settle which group is better.
 **p-values** (Welch's t-test, and Mann-Whitney U, which does not assume normal scores) are the chance of a
 difference at least this large if both groups were in truth the same. They are Holm-corrected for the
 number of comparisons made, so "p < 0.05" keeps its meaning however many pairs are compared.
-**P(A > B)** is the probability that a run of A scores above a run of B; 0.5 is a tie. **Seeds for 80%
+**{improvement}** is the probability that a run of A scores above a run of B; 0.5 is a tie. **Seeds for 80%
 power** is how many seeds per group would detect the observed difference 8 times in 10 at p < 0.05 (one
 comparison, uncorrected), if the spreads are as observed.
 """
@@ -126,7 +126,7 @@ def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: lis
                     "A",
                     "B",
                     "env",
-                    "P(A > B)",
+                    PROBABILITY_OF_IMPROVEMENT.label,
                     "Welch p (Holm)",
                     "Mann-Whitney p (Holm)",
                     "Hedges' g",
@@ -137,7 +137,7 @@ def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: lis
                         r["a"],
                         r["b"],
                         r["env"],
-                        _estimate(r["probability_of_improvement"]),
+                        _estimate(r[PROBABILITY_OF_IMPROVEMENT.name]),
                         _p(r.get("welch_p_holm")),
                         _p(r.get("mann_whitney_p_holm")),
                         _num(r.get("hedges_g")),
@@ -191,7 +191,8 @@ def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: lis
             "performance_profile": "performance profiles",
         }
         lines += [f"![{titles.get(name, name)}]({p.name})\n" for name, p in pngs.items()]
-    lines += ["", "## How to read this", "", READING.format(confidence=s["confidence"], reps=s["reps"])]
+    reading = READING.format(confidence=s["confidence"], reps=s["reps"], improvement=PROBABILITY_OF_IMPROVEMENT.label)
+    lines += ["", "## How to read this", "", reading]
     return "\n".join(lines)
 
 
@@ -246,19 +247,16 @@ def runs_csv(report: dict[str, Any]) -> str:
 
 
 def comparisons_csv(report: dict[str, Any]) -> str:
+    """One row per comparison row of report.json; P(A > B) and its interval in the columns it declares."""
+    improvement = PROBABILITY_OF_IMPROVEMENT
     header = [
-        "a", "b", "env", "n_a", "n_b", "difference_of_means", "probability_of_improvement", "probability_of_improvement_low",
-        "probability_of_improvement_high", "welch_p", "welch_p_holm", "mann_whitney_p", "mann_whitney_p_holm", "hedges_g", "seeds_for_power",
+        "a", "b", "env", "n_a", "n_b", "difference_of_means", *improvement.columns(),
+        "welch_p", "welch_p_holm", "mann_whitney_p", "mann_whitney_p_holm", "hedges_g", "seeds_for_power",
     ]  # fmt: skip
     rows = []
     for r in report["comparisons"]:
-        poi = r["probability_of_improvement"]
-        flat = {
-            **r,
-            "probability_of_improvement": poi["value"],
-            "probability_of_improvement_low": poi["low"],
-            "probability_of_improvement_high": poi["high"],
-        }
+        e = r[improvement.name]
+        flat = {**r, **dict(zip(improvement.columns(), (e["value"], e["low"], e["high"]), strict=True))}
         rows.append([flat.get(h) for h in header])
     return _csv(header, rows)
 

@@ -2,6 +2,8 @@
 once: its name and label, its value from the runs of every task (pooled), its value from counts over one
 task's sorted runs (how the bootstrap resamples a single task), and the scores a report gives it of. The
 bootstrap, report.json's keys, the tables' columns and the figures' panels are all read from STATISTICS.
+So is the one statistic of a pair of groups, PROBABILITY_OF_IMPROVEMENT (P(A > B)), read from its own
+declaration (a Comparison) by the bootstrap, report.json's comparison rows, report.md and comparisons.csv.
 
 The definitions are rliable's (``rliable.metrics.aggregate_*``, Agarwal et al., NeurIPS 2021), but rliable
 takes a runs x tasks matrix one repetition at a time: these take tasks of different sizes and every
@@ -151,3 +153,61 @@ STATISTICS: tuple[Statistic, ...] = (IQM, MEAN, MEDIAN, STD, OPTIMALITY_GAP)
 def reported(scores: Scores) -> dict[str, Statistic]:
     """The statistics a report gives of ``scores``, by their keys, in the order of STATISTICS."""
     return {s.key(scores): s for s in STATISTICS if scores in s.on}
+
+
+# one task: A's runs (..., n) and B's (..., m) -> (...)
+OfRuns = Callable[[np.ndarray, np.ndarray], np.ndarray]
+# one task: A's runs (n,) and B's sorted runs (m,) -> the function from how often each run of A is drawn in
+# each repetition (reps, n) and the cumulative sums of B's counts after a 0 (reps, m + 1) to the comparison
+# of each repetition (reps,); bound to the runs once, so that what they alone decide is computed once
+ComparisonOfCounts = Callable[[np.ndarray, np.ndarray], Callable[[np.ndarray, np.ndarray], np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A statistic of group A's runs against group B's, in a report's comparison rows.
+
+    name: its key in report.json's comparison rows, and its columns in comparisons.csv (``columns``).
+    label: its column heading.
+    of_runs: its value on one task (the point estimate; averaged over tasks for several).
+    of_counts: its value on one task of each resample, from counts over the sorted runs (see
+        ComparisonOfCounts): the bootstrap's form, which must give what ``of_runs`` gives of the resamples.
+    """
+
+    name: str
+    label: str
+    of_runs: OfRuns
+    of_counts: ComparisonOfCounts
+
+    def columns(self) -> tuple[str, str, str]:
+        """Its columns in comparisons.csv: the value, then its interval's ends."""
+        return self.name, f"{self.name}_low", f"{self.name}_high"
+
+
+def improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(X > Y) + P(X = Y) / 2 over all pairs of the last axes: (..., n), (..., m) -> (...) (rliable's
+    probability_of_improvement on one task: the Mann-Whitney U statistic over n x m)."""
+    if x.ndim == 1 and y.ndim == 1:  # by sorting: n + m in memory, not n x m (groups of thousands of runs)
+        y = np.sort(y)
+        return np.asarray(_above(x, y).sum() / (2.0 * x.size * y.size))
+    return (np.sign(x[..., :, None] - y[..., None, :]).mean(axis=(-2, -1)) + 1) / 2  # +1 above, 0 tie, -1 below
+
+
+def _above(x: np.ndarray, y_sorted: np.ndarray) -> np.ndarray:
+    """For each x: twice the number of y below it, plus the number equal (indices into y's cumulative counts)."""
+    return np.stack([np.searchsorted(y_sorted, x, "left"), np.searchsorted(y_sorted, x, "right")])
+
+
+def _improvement_of_counts(x: np.ndarray, y: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``improvement`` of each repetition (see ComparisonOfCounts): each x's draws times the y draws below
+    it (ties half), O(runs) a repetition instead of O(n x m)."""
+    above, n, m = _above(x, y), x.size, y.size
+
+    def of_counts(cx: np.ndarray, cum_y: np.ndarray) -> np.ndarray:
+        below_twice = np.take(cum_y, above[0], axis=1) + np.take(cum_y, above[1], axis=1)  # (each at most 2m)
+        return np.einsum("ij,ij->i", cx, below_twice, dtype=np.float64) / (2.0 * n * m)
+
+    return of_counts
+
+
+PROBABILITY_OF_IMPROVEMENT = Comparison("probability_of_improvement", "P(A > B)", improvement, _improvement_of_counts)

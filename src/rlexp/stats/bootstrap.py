@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from rlexp.stats.aggregates import Statistic, iqm_of_counts
+from rlexp.stats.aggregates import PROBABILITY_OF_IMPROVEMENT, Statistic, iqm_of_counts
 from rlexp.stats.scores import iqm
 
 REPS = 50_000  # rliable's default
@@ -101,27 +101,6 @@ def interval_estimates(
     return out
 
 
-def improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """P(X > Y) + P(X = Y) / 2 over all pairs of the last axes: (..., n), (..., m) -> (...)."""
-    if x.ndim == 1 and y.ndim == 1:  # by sorting: n + m in memory, not n x m (groups of thousands of runs)
-        y = np.sort(y)
-        return np.asarray(_above(x, y).sum() / (2.0 * x.size * y.size))
-    return (np.sign(x[..., :, None] - y[..., None, :]).mean(axis=(-2, -1)) + 1) / 2  # +1 above, 0 tie, -1 below
-
-
-def _above(x: np.ndarray, y_sorted: np.ndarray) -> np.ndarray:
-    """For each x: twice the number of y below it, plus the number equal (indices into y's cumulative counts)."""
-    return np.stack([np.searchsorted(y_sorted, x, "left"), np.searchsorted(y_sorted, x, "right")])
-
-
-def _improvement_of_counts(cx: np.ndarray, cum_y: np.ndarray, above: np.ndarray, m: int) -> np.ndarray:
-    """P(X > Y) + P(X = Y) / 2 of each repetition, X drawn as counts ``cx`` (reps, n) over x, Y as cumulative
-    counts ``cum_y`` (reps, m + 1) over sorted y: each x's draws times the y draws below it (ties half)."""
-    n = cx.shape[1]
-    below_twice = np.take(cum_y, above[0], axis=1) + np.take(cum_y, above[1], axis=1)  # (each at most 2m)
-    return np.einsum("ij,ij->i", cx, below_twice, dtype=np.float64) / (2.0 * n * m)
-
-
 def _cumulative(counts: np.ndarray) -> np.ndarray:
     out = np.zeros((counts.shape[0], counts.shape[1] + 1), dtype=np.int32)  # (int32: 10x faster to gather)
     np.cumsum(counts, axis=1, out=out[:, 1:])
@@ -135,22 +114,23 @@ def probability_of_improvement(
     confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> tuple[float, float | None, float | None]:
-    """P(a run of X scores above a run of Y on a task), averaged over tasks (the Mann-Whitney U statistic
-    over n x m), with its interval: X's and Y's runs resampled independently, each within its task. No
-    interval when a task has a single run of X or of Y."""
+    """PROBABILITY_OF_IMPROVEMENT: P(a run of X scores above a run of Y on a task), averaged over tasks (the
+    Mann-Whitney U statistic over n x m), with its interval: X's and Y's runs resampled independently, each
+    within its task. No interval when a task has a single run of X or of Y."""
+    comparison = PROBABILITY_OF_IMPROVEMENT
     xs = [np.sort(np.asarray(x, dtype=np.float64)) for x in x_tasks]
     ys = [np.sort(np.asarray(y, dtype=np.float64)) for y in y_tasks]
-    point = float(np.mean([improvement(x, y) for x, y in zip(xs, ys, strict=True)]))
+    point = float(np.mean([comparison.of_runs(x, y) for x, y in zip(xs, ys, strict=True)]))
     if any(x.size < 2 or y.size < 2 for x, y in zip(xs, ys, strict=True)):
         return point, None, None  # a single run's own luck cannot be resampled: no interval, as elsewhere
     rng = np.random.default_rng(seed)
     total = np.zeros(reps)
     for x, y in zip(xs, ys, strict=True):
-        above = _above(x, y)
+        of_counts = comparison.of_counts(x, y)
         for part in _chunks(reps, x.size + y.size):
             r = part.stop - part.start
             cx, cy = _counts(rng, x.size, r), _counts(rng, y.size, r)
-            total[part] += _improvement_of_counts(cx, _cumulative(cy), above, y.size)
+            total[part] += of_counts(cx, _cumulative(cy))
     low, high = _bounds(total / len(xs), confidence)
     return point, float(low), float(high)
 
@@ -165,27 +145,28 @@ def pairwise_improvement(
     """``probability_of_improvement`` of each pair of groups on one task, every group's resamples drawn
     once per repetition and shared by all its pairs (each pair's interval is a bootstrap interval of its
     own): 45 pairs of 1,000 runs each cost what 10 resamples do."""
+    comparison = PROBABILITY_OF_IMPROVEMENT
     pairs = list(pairs)
     sorted_runs = {g: np.sort(np.asarray(x, dtype=np.float64)) for g, x in groups.items()}
     out: dict[tuple[str, str], tuple[float, float | None, float | None]] = {}
-    above = {}
+    of_counts = {}
     for a, b in pairs:
         x, y = sorted_runs[a], sorted_runs[b]
-        out[a, b] = (float(improvement(x, y)), None, None)
+        out[a, b] = (float(comparison.of_runs(x, y)), None, None)
         if x.size >= 2 and y.size >= 2:
-            above[a, b] = _above(x, y)
-    used = sorted({g for pair in above for g in pair})
-    totals = {pair: np.empty(reps) for pair in above}
+            of_counts[a, b] = comparison.of_counts(x, y)
+    used = sorted({g for pair in of_counts for g in pair})
+    totals = {pair: np.empty(reps) for pair in of_counts}
     # a generator per group, seeded by its name: a pair's interval does not change when groups are added
     rngs = {g: np.random.default_rng([seed, zlib.crc32(g.encode())]) for g in used}
     for part in _chunks(reps, 2 * sum(sorted_runs[g].size for g in used)):
         r = part.stop - part.start
         counts = {g: _counts(rngs[g], sorted_runs[g].size, r) for g in used}
         cumulative: dict[str, np.ndarray] = {}
-        for (a, b), where in above.items():
+        for (a, b), of_pair in of_counts.items():
             if b not in cumulative:
                 cumulative[b] = _cumulative(counts[b])
-            totals[a, b][part] = _improvement_of_counts(counts[a], cumulative[b], where, sorted_runs[b].size)
+            totals[a, b][part] = of_pair(counts[a], cumulative[b])
     for pair, total in totals.items():
         low, high = _bounds(total, confidence)
         out[pair] = (out[pair][0], float(low), float(high))
