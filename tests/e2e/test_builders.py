@@ -6,8 +6,8 @@ import pytest
 import torch
 from conftest import FAST, compose_cfg, train
 
+from rlexp.build.device import resolve_device
 from rlexp.build.envs import build_vec_env, resolve_spec
-from rlexp.build.model import resolve_device
 from rlexp.errors import ConfigError
 
 

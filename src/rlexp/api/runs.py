@@ -65,7 +65,7 @@ class Run:
         """The agent ``which`` (final, best or step_<N>), its env the run's eval env with the agent's
         VecNormalize statistics, frozen: ``env = model.get_env(); model.predict(env.reset())``."""
         from rlexp.build.envs import build_vec_env
-        from rlexp.build.model import load_agent
+        from rlexp.build.load import load_agent
         from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
         agent = open_agent(str(self.dir), which, self.trust)

@@ -12,12 +12,16 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
 from rlexp.build.schedules import CONSTANT
-from rlexp.errors import ConfigError
+from rlexp.cluster.cpus import job_threads
+from rlexp.errors import ConfigError, one_line_error
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
 
 JAX_CACHE_BYTES = 1 << 30  # compiled programs kept between runs (a SAC run's are ~0.6 MB)
 SB3 = "sb3"
@@ -70,6 +74,23 @@ def algo_target(cfg: DictConfig) -> str:
         names = ", ".join(t.rsplit(".", 1)[-1].lower() for t in SBX_CLASSES)
         raise ConfigError(f"backend=sbx: sbx has no {name} (it trains {names}); use backend=sb3")
     return target
+
+
+def algo_class(cfg: DictConfig) -> type[BaseAlgorithm]:
+    """The class that trains: the algo config's SB3 class, or its sbx counterpart under backend=sbx."""
+    from hydra.utils import get_class
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+    target = algo_target(cfg)
+    if is_sbx(cfg):
+        import_sbx(job_threads(cfg.torch_threads))
+    try:
+        cls = get_class(target)
+    except Exception as err:
+        raise ConfigError(f"algo._target_={target}: {one_line_error(err)}") from None
+    if not (isinstance(cls, type) and issubclass(cls, BaseAlgorithm)):
+        raise ConfigError(f"algo._target_={target} is not an SB3 algorithm class")
+    return cls
 
 
 def import_sbx(threads: int) -> None:

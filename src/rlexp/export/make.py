@@ -38,7 +38,7 @@ def export_agent(
     import json
 
     from rlexp.build.envs import build_vec_env, closed_at_end
-    from rlexp.build.model import load_agent
+    from rlexp.build.load import load_agent
     from rlexp.export.formats import (
         FILES,
         RUNTIME_FILES,

@@ -72,7 +72,7 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
     """The checks that build nothing: unknown keys, an explicit tuned file, ranges, the device (``here``:
     present on this machine, which is where the run will train)."""
     from rlexp.build.backends import algo_target, check_sbx_device, check_sbx_schedule, is_sbx
-    from rlexp.build.model import check_device
+    from rlexp.build.device import check_device
     from rlexp.trackers import check_installed
 
     reject_unknown_keys(cfg)
@@ -93,7 +93,8 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
     ``resuming``: the run continues in its run dir (Gymnasium's env checker ran when it started)."""
     # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
     from rlexp.build.envs import check_env, probe_env, spec_threshold
-    from rlexp.build.model import build_model, check_trained_agent, observation_warnings
+    from rlexp.build.model import build_model, observation_warnings
+    from rlexp.build.trained_agent import check_trained_agent
     from rlexp.monitor.solved import stop_threshold
 
     check_static(cfg, choices, overrides)

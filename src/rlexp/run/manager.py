@@ -22,7 +22,7 @@ from rlexp.build.backends import is_sbx, jax_device
 from rlexp.build.callbacks import RunCallbacks, build_callbacks
 from rlexp.build.envs import build_eval_env, closed_at_end, run_envs, spec_threshold
 from rlexp.build.logger import run_logger
-from rlexp.build.model import agent_for_run, normalization_for_run
+from rlexp.build.run_agent import agent_for_run, normalization_for_run
 from rlexp.build.torch_settings import foreach_optimizers, unchecked_distributions
 from rlexp.config.overrides import as_override
 from rlexp.errors import Diverged

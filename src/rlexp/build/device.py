@@ -1,0 +1,43 @@
+"""The torch device a run trains on: a ``device=`` checked before a run dir exists, and what ``auto`` picks."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+from rlexp.build.backends import algo_class, is_sbx
+from rlexp.errors import ConfigError
+
+
+def check_device(device: str, here: bool = True) -> None:
+    """``auto``, ``cpu``, ``cuda[:N]`` or ``mps``; ``here``: and present on this machine (not asked where
+    the jobs run elsewhere, e.g. a GPU SLURM job submitted from a login node)."""
+    import torch
+
+    if device == "auto":
+        return
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"device={device}: not a device; choose auto, cpu, cuda, cuda:N or mps")
+    if not here:
+        return
+    present = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        present.append("mps")
+    wanted = f"{dev.type}:{dev.index or 0}" if dev.type == "cuda" else dev.type
+    if wanted not in present:
+        raise ConfigError(f"device={device}: not available on this machine (present: {', '.join(present)})")
+
+
+def resolve_device(cfg: DictConfig) -> str:
+    """``auto`` keeps MLP policies of on-policy algorithms on the CPU, where they run faster."""
+    if cfg.device != "auto":
+        return cfg.device
+    if is_sbx(cfg):  # JAX places the networks itself; SB3's part (buffers) stays on the CPU
+        return "cpu"
+    if issubclass(algo_class(cfg), OffPolicyAlgorithm) or cfg.algo.policy.startswith("Cnn"):
+        return "auto"
+    return "cpu"

@@ -1,0 +1,116 @@
+"""Vets the trained agent a run continues from (``trained_agent=``), which may be someone else's: there, of
+this algorithm and backend, made for the env's spaces, with matching normalization."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlexp.build.backends import algo_class, algo_target, is_sbx
+from rlexp.build.load import checked_objects
+from rlexp.errors import ConfigError
+from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
+from rlexp.rundir.pickles import restricted_loads
+from rlexp.rundir.record import read_record
+
+
+def find_trained_agent(path: str) -> tuple[Path, Path]:
+    """(model zip, directory holding its vecnormalize.pkl / replay_buffer.pkl) of a run dir or zip."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        p = p / MODEL_FILE
+    if not p.is_file():
+        raise ConfigError(f"trained_agent={path}: no such run dir or model .zip")
+    if not zipfile.is_zipfile(p):
+        raise ConfigError(f"trained_agent={path}: {p} is not an SB3 model .zip")
+    return p, p.parent
+
+
+def _recorded_algo(model_dir: Path) -> str | None:
+    """The algorithm that rlexp recorded for a run dir (model.zip may sit in a subdir such as best/)."""
+    for d in (model_dir, model_dir.parent, model_dir.parent.parent):
+        record = read_record(d, remedy="fix or remove it")
+        if record is not None:
+            return record.algo_class or None
+    return None
+
+
+def refuse_another_algo(cfg: DictConfig, path: str, model_dir: Path) -> None:
+    recorded, wanted = _recorded_algo(model_dir), algo_target(cfg)
+    if recorded is None or recorded == wanted:
+        return
+    if recorded.startswith("sbx.") != wanted.startswith("sbx."):
+        trained_with = "sbx" if recorded.startswith("sbx.") else "sb3"
+        if recorded.rsplit(".", 1)[-1] == wanted.rsplit(".", 1)[-1]:
+            raise _other_backend(path, trained_with)
+    raise ConfigError(f"trained_agent={path} holds a {recorded} agent, not algo={wanted}")
+
+
+def _other_backend(path: str, trained_with: str) -> ConfigError:
+    return ConfigError(f"trained_agent={path} was trained with backend={trained_with}: add backend={trained_with}")
+
+
+def trained_agent_stats(cfg: DictConfig) -> Path | None:
+    """The VecNormalize statistics of the agent to continue, checked against env.normalize."""
+    if cfg.trained_agent is None:
+        return None
+    stats = find_trained_agent(cfg.trained_agent)[1] / VECNORMALIZE_FILE
+    if stats.is_file() != bool(cfg.env.normalize):
+        raise ConfigError(
+            f"trained_agent={cfg.trained_agent} was trained with{'' if stats.is_file() else 'out'} "
+            f"VecNormalize; set env.normalize={str(stats.is_file()).lower()}"
+        )
+    return stats if stats.is_file() else None
+
+
+def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
+    """The agent to continue: there, of this algorithm, made for the env's spaces, with matching
+    normalization. Returns warnings (an off-policy agent without its replay buffer)."""
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    cls = algo_class(cfg)
+    path = cfg.trained_agent
+    zip_path, model_dir = find_trained_agent(path)
+    refuse_another_algo(cfg, path, model_dir)
+    objects = checked_objects(cfg, zip_path)  # (another's run: its pickles with the allow-list only)
+    stats = model_dir / VECNORMALIZE_FILE
+    if stats.is_file():
+        restricted_loads(stats.read_bytes(), str(stats))
+    try:
+        data, _, _ = load_from_zip_file(zip_path, device="cpu", custom_objects=objects, print_system_info=False)
+    except Exception as err:
+        raise ConfigError(f"trained_agent={path}: {zip_path} cannot be read as an SB3 model ({err})") from None
+    policy = (data or {}).get("policy_class")
+    if isinstance(policy, type):
+        trained_with = "sbx" if policy.__module__.split(".")[0] == "sbx" else "sb3"
+        if trained_with != ("sbx" if is_sbx(cfg) else "sb3"):
+            raise _other_backend(path, trained_with)
+    policies = tuple(getattr(cls, "policy_aliases", {}).values())
+    if isinstance(policy, type) and policies and not issubclass(policy, policies):
+        raise ConfigError(
+            f"trained_agent={path} cannot be loaded as {cls.__name__} (another algorithm?): "
+            f"its policy is a {policy.__name__}"
+        )
+    for space in ("observation_space", "action_space"):
+        if space in data and data[space] != getattr(env, space):
+            raise ConfigError(
+                f"trained_agent={path} was trained on the {space.replace('_', ' ')} {_describe(data[space])}, "
+                f"but env.id={cfg.env.id} has {_describe(getattr(env, space))}"
+            )
+    trained_agent_stats(cfg)
+    if issubclass(cls, OffPolicyAlgorithm) and not (model_dir / REPLAY_BUFFER_FILE).is_file():
+        return [
+            f"trained_agent={path} brings no replay buffer: {cls.__name__} continues from an empty one "
+            "(runs keep theirs with callbacks.checkpoint.save_replay_buffer=true)"
+        ]
+    return []
+
+
+def _describe(space: Any) -> str:
+    shape = getattr(space, "shape", None)
+    return f"{type(space).__name__}{shape}" if type(space).__name__ == "Box" else str(space)[:200]
