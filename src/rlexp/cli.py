@@ -8,10 +8,8 @@ import functools
 import os
 import re
 import shlex
-import shutil
 import sys
-import tempfile
-from pathlib import Path
+from collections.abc import Callable
 from typing import NoReturn
 
 import hydra
@@ -22,30 +20,22 @@ from omegaconf import DictConfig
 from rlexp.commands import is_verb, run_verb
 from rlexp.commands.console import show_warnings_on_one_line
 from rlexp.commands.train import FULL_ERROR as _FULL_ERROR
-from rlexp.commands.train import USER_ERRORS, exit_with, register_hydra, train_job
+from rlexp.commands.train import USER_ERRORS, exit_with, train_job
 from rlexp.commands.zoo_flags import zoo_line
-from rlexp.config.env_routing import routed
-from rlexp.config.overrides import as_override, links_resolved, whole_numbers
+from rlexp.config.overrides import as_override
 from rlexp.errors import Diverged, Interrupted, Refused, collapsed
 from rlexp.process_exit import exit_without_teardown, stopped_by_ctrl_c
+from rlexp.run.compose import command_overrides, register_hydra
 
 register_hydra()
 
 # a disk full, over quota, read-only or not ours: said in one line naming the path
 _STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
-_check_options: argparse.Namespace | None = None  # set for `rlexp check`
 
 
 @hydra.main(version_base="1.3", config_path="pkg://rlexp.conf", config_name="config")
 def app(cfg: DictConfig) -> float:
-    """Train one agent as configured; returns the final mean evaluation reward (for sweepers). Under
-    `rlexp check`, the env checks instead."""
-    if _check_options is not None:
-        from rlexp.commands.check import report
-        from rlexp.run import front_door
-
-        checked = front_door.checked(Path(HydraConfig.get().runtime.output_dir))
-        sys.exit(report(cfg, checked.warnings if checked else None, _check_options))
+    """Train one agent as configured; returns the final mean evaluation reward (for sweepers)."""
     return train_job(cfg)
 
 
@@ -79,24 +69,22 @@ def main() -> None:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())
     show_warnings_on_one_line()
-    checking = len(sys.argv) > 1 and sys.argv[1] == "check"
-    if not checking and not (len(sys.argv) > 1 and is_verb(sys.argv[1])):
-        _refuse_foreign_flags(sys.argv[1:])
-    if checking:
-        scratch = _as_check(sys.argv[2:])
-    elif len(sys.argv) > 1 and is_verb(sys.argv[1]):  # rlexp evaluate RUN ...: a command that reads runs
+    if len(sys.argv) > 1 and sys.argv[1] == "check":
+        # the config composed as rlexp.compose composes it, no Hydra run; its errors said as training's
+        from rlexp.commands.check import main as check
+
+        _main(lambda: sys.exit(check(sys.argv[2:])))
+        return
+    if len(sys.argv) > 1 and is_verb(sys.argv[1]):  # rlexp evaluate RUN ...: a command that reads runs
         run_verb(sys.argv[1:])
+    _refuse_foreign_flags(sys.argv[1:])
     overrides, flags = _split_flags(sys.argv[1:])
     _refuse_two_modes(flags)
-    overrides, moved = routed(links_resolved(whole_numbers(overrides)))
+    overrides, moved = command_overrides(overrides)
     sys.argv[1:] = [*overrides, *flags]  # Hydra's argparse takes its overrides as one run of words
     if moved is not None:
         print(f"rlexp: {moved}", file=sys.stderr)
-    try:
-        _main()
-    finally:
-        if checking:
-            shutil.rmtree(scratch, ignore_errors=True)
+    _main(_app)
 
 
 @functools.cache
@@ -181,32 +169,6 @@ def console() -> NoReturn:
     exit_without_teardown(code)
 
 
-def _as_check(args: list[str]) -> Path:
-    """`rlexp check <overrides>` becomes the training command with the checks as its task, in a scratch
-    run dir removed at the end: the config is composed and built exactly as a run's."""
-    global _check_options
-    from rlexp.commands.check import parse_options
-
-    _check_options, overrides = parse_options(args)
-    if any(arg.startswith("-") for arg in overrides):  # -m, --cfg ...: check takes overrides only
-        print(
-            f"rlexp check: error: {next(a for a in overrides if a.startswith('-'))} is not an option of check (one "
-            "config at a time: key=value overrides)",
-            file=sys.stderr,
-        )
-        sys.exit(1)
-    scratch = Path(tempfile.mkdtemp(prefix="rlexp-check-"))
-    # one run (hparams=search would make it a sweep); the checker runs in the report, where it can fail
-    sys.argv[1:] = [
-        *overrides,
-        as_override("hydra.run.dir", str(scratch)),
-        "hydra.output_subdir=null",
-        "hydra.mode=RUN",
-    ]
-    sys.argv.append("env.check=false")
-    return scratch
-
-
 def _app() -> None:
     """The Hydra app; a multirun that a failed job ended still reports on the seeds that completed (not
     one stopped on purpose, resumed and reported later, nor one whose SLURM job died while its siblings
@@ -224,15 +186,17 @@ def _app() -> None:
             multirun_end.forget()
 
 
-def _main() -> None:
+def _main(command: Callable[[], None]) -> None:
+    """Runs the command (the Hydra app, or `rlexp check`) with its errors as the command says them: a user's
+    in one line and exit 1 (a traceback with HYDRA_FULL_ERROR=1), a stop by signal with how to go on."""
     try:
         if _FULL_ERROR:
-            _app()
+            command()
             return
         # Hydra then re-raises composition errors to us instead of printing them over several lines
         os.environ["HYDRA_FULL_ERROR"] = "1"
         try:
-            _app()
+            command()
         except USER_ERRORS as err:
             exit_with(err)
     except Refused as refused:

@@ -4,39 +4,16 @@ from __future__ import annotations
 
 import copy
 import weakref
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
+from rlexp.run.compose import hydra_session
 
 # configs returned by compose(): id -> (the config, weakly; its overrides; the config as composed)
 _composed: dict[int, tuple[weakref.ref[DictConfig], list[str], DictConfig]] = {}
-
-
-@contextmanager
-def hydra_session() -> Iterator[Any]:
-    """rlexp's configs in Hydra's global state for the length of one call, and the caller's state back
-    after it (also after an error): Hydra holds one global instance, which a notebook that composes or
-    trains twice, or a caller's own Hydra app, would otherwise find taken. Yields Hydra's instance."""
-    from hydra import initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.initialize import get_gh_backup, restore_gh_from_backup
-
-    from rlexp.commands.train import register_hydra
-
-    register_hydra()
-    hydra_state, job_config = get_gh_backup(), HydraConfig.instance().cfg  # (a caller's own Hydra app)
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_module(config_module="rlexp.conf", version_base="1.3", job_name="rlexp"):
-            yield GlobalHydra.instance().hydra
-    finally:
-        restore_gh_from_backup(hydra_state)
-        HydraConfig.instance().cfg = job_config
 
 
 def user_error(err: BaseException) -> ConfigError:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rlexp.api.compose import checked_overrides, hydra_session, overrides_of, user_error
+from rlexp.api.compose import checked_overrides, overrides_of, user_error
 from rlexp.api.runs import Run
 from rlexp.commands.console import ConsoleFormatter
 from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Refused
+from rlexp.run.compose import hydra_session
 from rlexp.rundir.contract import LOG_FILE
 
 # as the command's job logging (conf/hydra/job_logging/rlexp.yaml): RUN/rlexp.log with time and source

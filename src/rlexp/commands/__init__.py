@@ -1,7 +1,8 @@
 """`rlexp <verb> ...`: the commands besides training. Anything that is not a verb goes to the Hydra
 training app. The other verbs' modules have ``add_arguments(parser)`` and ``main(args) -> exit
-code``, imported only when called, so that `rlexp --help` and training do not pay for them; check
-runs through the training app itself (rlexp.cli), so that its config is composed exactly as a run's."""
+code``, imported only when called, so that `rlexp --help` and training do not pay for them. Check's module
+has ``main(argv) -> exit code`` instead (its options and a run's overrides), called by rlexp.cli, which
+says its errors as training's."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from rlexp.commands.arguments import OneLineParser, RaisingParser
 from rlexp.errors import ConfigError
 
 VERBS = {
-    "check": "check an env (and the config) before training on it",  # runs through the Hydra app (rlexp.cli)
+    "check": "check an env (and the config) before training on it",  # (dispatched by rlexp.cli)
     "evaluate": "score an agent over many episodes, with 95% confidence intervals",
     "video": "record an agent's episodes to mp4 or gif",
     "plot": "draw the learning curves of runs on one figure",

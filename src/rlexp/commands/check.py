@@ -10,13 +10,16 @@ the eval env, with its 95% confidence interval. Exits 1 when a check fails.
 from __future__ import annotations
 
 import argparse
+import copy
 import re
+import sys
 import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from omegaconf import DictConfig, OmegaConf
 
 from rlexp.commands.arguments import positive_int
 
@@ -31,6 +34,69 @@ def parse_options(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--episodes", type=positive_int, default=20, help="random-policy episodes (default 20)")
     parser.add_argument("--steps", type=positive_int, default=1000, help="random steps for seeding and ranges (1000)")
     return parser.parse_known_intermixed_args(args)
+
+
+def main(args: list[str]) -> int:
+    """`rlexp check <args>`; returns the exit code. The config is composed with Hydra's compose API, as
+    ``rlexp.compose`` composes it (no Hydra run: no run dir, no file), from the overrides as the command
+    takes them, then checked and built by the front door as a run's. A config that composes or builds
+    badly raises the error a run would (rlexp.cli says it in one line, as for training)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import env_override
+    from hydra.types import RunMode
+
+    from rlexp.cluster.cpus import cnn_on_envpool, passive_waits
+    from rlexp.config.validation import job_config
+    from rlexp.run import front_door
+    from rlexp.run.compose import command_overrides, hydra_session
+
+    options, overrides = parse_options(args)
+    flag = next((arg for arg in overrides if arg.startswith("-")), None)
+    if flag is not None:  # -m, --cfg ...: check takes overrides only
+        print(
+            f"rlexp check: error: {flag} is not an option of check (one config at a time: key=value overrides)",
+            file=sys.stderr,
+        )
+        return 1
+    overrides, moved = command_overrides(overrides)
+    if moved is not None:
+        print(f"rlexp: {moved}", file=sys.stderr)
+    # the env checkers run in the report, where they can fail (the front door's would refuse the config)
+    overrides.append("env.check=false")
+    with hydra_session() as hydra:
+        # one config (hparams=search's too); from_shell: Hydra's messages quote as for a command line
+        config = hydra.compose_config("config", overrides, run_mode=RunMode.RUN, from_shell=True)
+        HydraConfig.instance().set_config(config)  # (hydra.searchpath's tuned files: rlexp.config.tuned)
+        cfg = job_config(config)
+        _console_logging(config)
+        vec_env, policy = (OmegaConf.select(cfg, key, default="") for key in ("env.vec_env", "algo.policy"))
+        if cfg.torch_threads is None and cnn_on_envpool(vec_env, str(policy)):
+            passive_waits()  # before torch loads, as a run's front door does
+        found = front_door.check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task))
+        with env_override(dict(config.hydra.job.env_set)):  # as a run's job has them
+            return report(cfg, found, options)
+
+
+def _console_logging(config: DictConfig) -> None:
+    """Log lines on the console as a run's job logging has them (conf/hydra/job_logging), without its log
+    file: check writes no file."""
+    from hydra.core.utils import configure_log
+    from omegaconf import open_dict, read_write
+
+    config = copy.deepcopy(config)  # (the log config's interpolations resolve against the whole config)
+    spec = config.hydra.job_logging
+    if isinstance(spec, DictConfig):
+        with read_write(spec), open_dict(spec):
+            handlers = spec.get("handlers") or {}
+            files = [
+                name for name, handler in handlers.items() if isinstance(handler, DictConfig) and "filename" in handler
+            ]
+            for name in files:
+                del handlers[name]
+            for logger in [spec.get("root"), *(spec.get("loggers") or {}).values()]:
+                if isinstance(logger, DictConfig) and logger.get("handlers"):
+                    logger.handlers = [h for h in logger.handlers if h not in files]
+    configure_log(spec, config.hydra.verbose)
 
 
 @dataclass
@@ -121,9 +187,9 @@ def _ranges(env: Any, trace: dict[str, Any]) -> list[Result]:
     return found
 
 
-def report(cfg: Any, checked: list[str] | None, options: argparse.Namespace) -> int:
-    """Runs the checks and prints one screen; returns the exit code. ``checked``: the front door's
-    warnings (None: it did not run, which a single run never is)."""
+def report(cfg: Any, checked: list[str], options: argparse.Namespace) -> int:
+    """Runs the checks and prints one screen; returns the exit code. ``checked``: the warnings of the
+    front door, which composed and built the config."""
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
     from rlexp.build.envs import gymnasium_check, one_env
@@ -131,8 +197,8 @@ def report(cfg: Any, checked: list[str] | None, options: argparse.Namespace) -> 
     from rlexp.monitor.baseline import EPISODE_CAP, random_baseline
 
     env_cfg, seed = cfg.env, cfg.seed
-    results = [Result("config", checked is not None, "composed and built as a run would build it")]
-    notes = [f"config: {w}" for w in checked or []]
+    results = [Result("config", True, "composed and built as a run would build it")]
+    notes = [f"config: {w}" for w in checked]
     result, found = _checker("gymnasium", lambda: gymnasium_check(env_cfg))
     results.append(result)
     notes += [f"gymnasium: {n}" for n in found]

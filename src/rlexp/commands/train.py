@@ -3,7 +3,6 @@ search trial, and what the command prints when a run ends."""
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import sys
@@ -26,22 +25,6 @@ if TYPE_CHECKING:  # (torch and SB3 load only when a run starts)
 # errors caused by what the user typed or configured: reported in one line, without a traceback
 USER_ERRORS = (ConfigError, HydraException, OmegaConfBaseException)
 FULL_ERROR = os.environ.get("HYDRA_FULL_ERROR") == "1"  # as the user set it (the command sets it for Hydra)
-
-
-@functools.cache
-def register_hydra() -> None:
-    """rlexp's typed schemas in Hydra's ConfigStore and its plugins in Hydra's registry, for the command and
-    the Python API. Hydra finds plugins by walking the hydra_plugins namespace package, which misses
-    modules that an editable install maps from src/; registering them makes both install kinds work."""
-    from hydra.core.plugins import Plugins
-
-    from hydra_plugins.rlexp_launcher.launcher import LocalParallelLauncher
-    from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
-    from rlexp.config.schema import register_configs
-
-    register_configs()
-    Plugins.instance().register(OptunaSweeper)
-    Plugins.instance().register(LocalParallelLauncher)
 
 
 def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
