@@ -646,12 +646,19 @@ def tuned_page() -> str:
 
 
 def _families_section(rows: list[dict[str, Any]]) -> list[str]:
-    """The env families as rlexp.config.env_families declares them (one entry each), with their tuned files."""
+    """The env families as rlexp.config.env_families declares them (one entry each), with their tuned files:
+    rendered by tools/families_table.py, which renders README's table of them too."""
     _schema_module()  # (src/ first on sys.path)
-    families = importlib.import_module("rlexp.config.env_families").FAMILIES
+    tools = str(ROOT / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    families_table = importlib.import_module("families_table")
     of_preset = {p.stem: _load(p).get("family") for p in (CONF / "env").glob("*.yaml")}
-    tuned = {f.name: sum(of_preset.get(r["env"]) == f.name for r in rows) for f in families}
-    out = [
+    tuned: dict[str, list[str]] = {}
+    for r in rows:
+        tuned.setdefault(of_preset.get(r["env"]) or "", []).append(r["env"])
+    columns = ("family", "extra", "ids registered by", "any id gets", "presets add", "tuned pairs")
+    return [
         "",
         "## Env families",
         "",
@@ -659,18 +666,8 @@ def _families_section(rows: list[dict[str, Any]]) -> list[str]:
         "installs it, the package whose import registers its ids, the preset any id of it gets when no preset",
         "of its own answers to it, and what every preset of the family adds to its envs.",
         "",
-        "| family | extra | ids registered by | any id gets | presets add | tuned files |",
-        "|---|---|---|---|---|---|",
+        *families_table.table(columns, tuned),
     ]
-    for f in families:
-        adds = [f"`{target.rsplit('.', 1)[1]}`" for target in f.wrappers.values()]
-        adds += [f"frame_stack={f.frame_stack}"] if f.frame_stack else []
-        adds += [f"{key}={value}" for key, value in f.kwargs.items()]
-        out.append(
-            f"| {f.name} | {f'`{f.extra}`' if f.extra else '(core)'} | {f'`{f.module}`' if f.module else 'Gymnasium'} "
-            f"| {f'`env={f.preset}`' if f.preset else '-'} | {', '.join(adds) or '-'} | {tuned[f.name]} |"
-        )
-    return out
 
 
 def _zoo_version(rows: list[dict[str, Any]]) -> str:

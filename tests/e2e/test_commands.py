@@ -81,6 +81,46 @@ def test_evaluate_a_run_whose_final_evaluation_used_one_env_uses_one(runs, tmp_p
     assert record["n_envs"] == 1
 
 
+def test_a_run_whose_config_lacks_algo_keys_added_since_reads_with_the_schemas_defaults(runs, tmp_path):
+    """config.yaml of an older rlexp, without some algo.* keys: read back, they take the defaults of the
+    schema its algo._target_ names (the keys it saved keep their values), and the run evaluates and reports.
+    A class of the user's own (no schema of rlexp's) is read as saved."""
+    import yaml
+
+    from rlexp.config.schema import PPOConfig
+    from rlexp.rundir.checksums import sha256
+    from rlexp.rundir.contract import read_config
+
+    old = tmp_path / "old_run"
+    shutil.copytree(runs("ppo"), old, ignore=shutil.ignore_patterns("eval", ".rlexp.lock"))
+    saved = yaml.safe_load((old / "config.yaml").read_text())
+    assert saved["algo"]["_target_"] == "stable_baselines3.PPO" and saved["algo"]["n_steps"] == 32
+    for key in ("target_kl", "clip_range_vf", "normalize_advantage", "n_epochs"):
+        del saved["algo"][key]
+    (old / "config.yaml").write_text(yaml.safe_dump(saved))
+    summary = json.loads((old / "summary.json").read_text())  # (its checksum, as the older rlexp recorded it)
+    summary["checksums"]["config.yaml"] = sha256(old / "config.yaml")
+    (old / "summary.json").write_text(json.dumps(summary))
+
+    algo = read_config(old).algo
+    assert (algo.target_kl, algo.clip_range_vf, algo.normalize_advantage) == (None, None, True)
+    assert algo.n_epochs == PPOConfig.n_epochs == 10
+    assert algo.n_steps == 32 != PPOConfig.n_steps  # saved: the run's own value, not the schema's
+    assert set(algo) == set(yaml.safe_load((runs("ppo") / "config.yaml").read_text())["algo"])
+
+    result = rlexp_cli(["evaluate", str(old), "--episodes", "2"], cwd=old)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (old / "eval" / "final_seed10003_n2_envs2.json").is_file()
+    result = rlexp_cli(["report", str(old), "--out", str(tmp_path / "report")], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "report" / "report.json").is_file()
+
+    own = {key: value for key, value in saved["algo"].items() if key != "policy_kwargs"}
+    own["_target_"] = "my_pkg.algos.MyPPO"
+    (old / "config.yaml").write_text(yaml.safe_dump({**saved, "algo": own}))
+    assert read_config(old).algo == own
+
+
 def test_evaluate_a_checkpoint_by_its_zip_on_several_envs(runs):
     run_dir = runs("dqn")
     result = rlexp_cli(

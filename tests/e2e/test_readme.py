@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FAST
+from conftest import FAST, rlexp_cli
 
 README = (Path(__file__).parents[2] / "README.md").read_text()
 
@@ -30,9 +30,13 @@ def _error_examples() -> list[tuple[str, str]]:
     return [(cmd.removeprefix("$ "), out) for cmd, out in zip(lines[::2], lines[1::2], strict=True)]
 
 
-def _rlexp(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
-    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+def _rlexp(args: list[str], cwd: Path, installed: bool = False) -> subprocess.CompletedProcess:
+    """`rlexp ARGS`: the installed console script (README's first line, a fresh machine's first command) or
+    its entry point forked from the tests' server (tests/forked_rlexp.py), without paying its imports again."""
+    if installed:
+        exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
+        return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    return rlexp_cli(args, cwd, timeout=600)
 
 
 MY_ENV = """from gymnasium.envs.classic_control import CartPoleEnv
@@ -82,7 +86,7 @@ def test_usage_line_runs_as_shown(line, tmp_path):
     trains = not any(a.startswith("-") for a in args)
     # (MyEnv has no time limit: a balancing agent's evaluation episodes would run on and on)
     capped = ["env.max_episode_steps=200"] if "my_pkg" in line else []
-    result = _rlexp([*args, *FAST, *capped] if trains else args, tmp_path)
+    result = _rlexp([*args, *FAST, *capped] if trains else args, tmp_path, installed=line == "rlexp")
     assert result.returncode == 0, result.stderr[-3000:]
     if trains:
         assert result.stdout.strip().splitlines()[-1].startswith("rlexp: run saved to ")
@@ -104,14 +108,12 @@ def test_error_example_prints_what_readme_shows(command, output, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_environments_table_has_every_family_its_extra_and_its_tuned_pairs():
-    from collections import Counter
+def test_the_environments_table_is_the_rendering_of_the_families_and_their_tuned_files():
+    """README's Environments table is generated (tools/families_table.py): a family, an extra, a note
+    (Family.summary) or a tuned file changed without regenerating it fails here."""
+    import families_table
 
-    from rlexp.config.env_families import FAMILIES
-    from rlexp.config.tuned import tuned_pairs
-
-    lines = _section("Environments").split("| family |", 1)[1].split("\n\n", 1)[0].splitlines()
-    rows = [line.split("|")[1:-1] for line in lines[2:]]  # (after the header's rest and its |---| line)
-    table = {cells[0].strip(): (cells[1].strip(), int(cells[2])) for cells in rows}
-    counts = Counter(p.family for p in tuned_pairs())
-    assert table == {f.name: (f"`{f.extra}`" if f.extra else "(core)", counts[f.name]) for f in FAMILIES}
+    assert families_table.table_in(README) == families_table.readme_table(), (
+        "README.md's Environments table is generated from FAMILIES (src/rlexp/config/env_families.py) and "
+        "conf/tuned/: run `python tools/families_table.py` and commit README.md"
+    )

@@ -7,10 +7,11 @@ chosen algorithm does not take is unknown to its schema.
 
 Defaults live here and nowhere else: a YAML option sets only the values that its choice changes
 (``diagnostics/none.yaml`` its nulls, ``algo/ppo.yaml`` nothing), so that a run of an older release,
-read back over these defaults (rlexp.rundir.contract.read_config), gets the same value for a key added
-since as a new run (tests/unit/test_schema.py keeps the YAML free of them). A range that no type
-expresses is declared with its key (``ranged(default, POSITIVE)``) and checked by
-rlexp.config.validation before a run starts; a subclass that only gives the key its default keeps it.
+read back over these defaults (rlexp.rundir.contract.read_config; its algo node over those of the schema
+its ``_target_`` names, algo_defaults), gets the same value for a key added since as a new run
+(tests/unit/test_schema.py keeps the YAML free of them). A range that no type expresses is declared
+with its key (``ranged(default, POSITIVE)``) and checked by rlexp.config.validation before a run starts;
+a subclass that only gives the key its default keeps it.
 """
 
 from __future__ import annotations
@@ -270,6 +271,18 @@ ALGO_SCHEMAS: dict[str, type[AlgoConfig]] = {
     "recurrent_ppo": RecurrentPPOConfig,
     "crossq": CrossQConfig,
 }
+
+
+def algo_defaults(target: Any) -> dict[str, Any] | None:
+    """The keys of the algorithm whose class ``target`` names (an algo node's ``_target_``, which every run's
+    config.yaml holds) with their schema defaults, as plain data; None for a class that no schema of
+    ALGO_SCHEMAS is for (a user's own algorithm). ``ExperimentConfig.algo`` is untyped (any algorithm's
+    node): rlexp.rundir.contract.read_config fills an older run's algo node from these."""
+    schema = next((s for s in ALGO_SCHEMAS.values() if s._target_ == target), None)
+    if schema is None:
+        return None
+    defaults = OmegaConf.to_container(OmegaConf.structured(schema), throw_on_missing=False)
+    return {str(k): v for k, v in defaults.items() if v != MISSING}  # type: ignore[union-attr]
 
 
 # ----------------------------------------------------------------------------------- envs

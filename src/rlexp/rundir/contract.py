@@ -137,12 +137,18 @@ def _moved_targets(node: Any) -> Any:
 def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictConfig:
     """The run's config.yaml typed by today's schema: a key added since takes its default, so that a run
     of an older rlexp still compares equal to its own command and opens in the commands that read runs.
+    The algo node (untyped in the schema: any algorithm's) gets the keys it lacks from the schema of the
+    algorithm its ``_target_`` names; a class of the user's own is kept as saved.
     (A command that builds what it names reads it with rlexp.rundir.trust.read_trusted_config.)"""
-    from rlexp.config.schema import ExperimentConfig
+    from rlexp.config.schema import ExperimentConfig, algo_defaults
 
     path = run_dir / CONFIG_FILE
     try:
         saved = read_config_dict(run_dir)
+        algo = saved.get("algo")
+        defaults = algo_defaults(algo.get("_target_")) if isinstance(algo, dict) else None
+        if defaults:  # (the keys the run saved as saved, in their order; those it lacks after them)
+            saved["algo"] = {**algo, **{k: v for k, v in defaults.items() if k not in algo}}  # type: ignore[union-attr]
         return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), saved)  # type: ignore[return-value]
     except Exception as err:  # unreadable, not YAML, or not a run's config (a schema error)
         raise ConfigError(f"{path}: unreadable ({collapsed(err)[:300]}); {remedy}") from None
