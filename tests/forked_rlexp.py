@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-PRELOAD = ["rlexp.__main__", "rlexp.cli", "rlexp.commands.train", "rlexp.run.manager"]
+# (torch._dynamo: torch imports it at a model's first optimizer, 1-1.5 s that every training would pay again)
+PRELOAD = ["rlexp.__main__", "rlexp.cli", "rlexp.commands.train", "rlexp.run.manager", "torch._dynamo"]
 # what the server's imports were made with: a command given another value runs in a fresh interpreter
 # (HYDRA_FULL_ERROR: rlexp.commands.train.FULL_ERROR; PYTHONPATH: a test that hides or adds a package)
 READ_AT_IMPORT = ("HYDRA_FULL_ERROR", "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE")

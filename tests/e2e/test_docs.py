@@ -29,6 +29,7 @@ from typing import Callable
 
 import pytest
 from conftest import FAST, console_shape
+from forked_rlexp import run_rlexp
 
 from rlexp.commands import VERBS as COMMAND_VERBS
 
@@ -183,9 +184,11 @@ def run_block(block: Block, cwd: Path) -> list[Ran]:
     ran = []
     for args in commands(block):
         full = with_budget(args) if trains(args) else args
-        exe = shutil.which("rlexp") or str(Path(sys.executable).parent / "rlexp")
-        argv = [exe, *full[1:]] if full[0] == "rlexp" else [sys.executable, *full[1:]]
-        result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        if full[0] == "rlexp":  # the console script's entry point, forked from the tests' server
+            result = run_rlexp(full[1:], cwd, env, 600)
+        else:
+            argv = [sys.executable, *full[1:]]
+            result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, (block.id, shlex.join(full), result.stderr[-3000:])
         if trains(args) and "-m" not in args and "--multirun" not in args:
             assert result.stdout.strip().splitlines()[-1].startswith("rlexp: run saved to "), (block.id, args)
