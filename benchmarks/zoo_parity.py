@@ -415,7 +415,7 @@ def page(record: dict[str, Any]) -> str:
         "3e-7 after two updates, as float sums change order.",
         "",
         f"Generated from `benchmarks/zoo_parity.json` ({versions}), written by `nox -s zoo-parity`",
-        "(`benchmarks/zoo_parity.py`; `--pair`, `--family` run a part of it). `tests/e2e/test_zoo_parity.py`",
+        "(`benchmarks/zoo_parity.py`; `--pair`, `--family` run a part of it). `tests/zoo/test_zoo_parity.py`",
         "asserts a pair of every family and algorithm in CI.",
         "",
         "## By family",

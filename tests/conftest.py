@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -216,3 +217,25 @@ def docs_line(page: str, start: str) -> str:
     text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text()
     (line,) = [line for line in text.splitlines() if line.startswith(start)]
     return line
+
+
+# the tests that read the built docs site (5-8 s to build) run on one worker, which builds it once
+SITE_GROUP = pytest.mark.xdist_group("docs_site")
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`mkdocs build --strict` of docs/ (a warning fails it, with mkdocs' own words)."""
+    for plugin in ("mkdocs", "material", "mkdocstrings_handlers.python"):
+        pytest.importorskip(plugin)
+    out = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out

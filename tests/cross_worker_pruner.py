@@ -1,4 +1,4 @@
-"""A pruner for tests/e2e/test_lab_scale.py whose every decision names the trial that decided it: a trial
+"""A pruner for tests/cluster/test_lab_scale.py whose every decision names the trial that decided it: a trial
 is pruned as soon as another trial of the study, whichever process runs it, reported more at the same
 step. The study then shows whether a worker's pruning saw the other workers' reports."""
 

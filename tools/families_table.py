@@ -4,7 +4,7 @@ families" table of the tuned page (docs/hooks/reference.py). Neither is written 
 
     python tools/families_table.py      # rewrites README's Environments table
 
-tests/e2e/test_readme.py checks that README holds this rendering, character for character.
+tests/docs/test_readme.py checks that README holds this rendering, character for character.
 """
 
 from __future__ import annotations

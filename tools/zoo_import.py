@@ -6,7 +6,7 @@ conf/env and conf/tuned from them.
 
 Its data is tools/zoo_envs.yaml: the envs the zoo tunes as rlexp presets them, rlexp's departures from the
 zoo's values, and what is not covered; what each env family brings to its presets (wrappers, frame stack,
-notes) is the family's, in rlexp.config.env_families. The reader is what tests/e2e/test_zoo_values.py
+notes) is the family's, in rlexp.config.env_families. The reader is what tests/zoo/test_zoo_values.py
 compares every composed config with, key by key.
 """
 

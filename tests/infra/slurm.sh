@@ -111,7 +111,7 @@ MinJobAge=300
 Waittime=0
 ${hw% UpTime=*} State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
-# a lab's many workers on this one node: up to 4 jobs per core (tests/e2e/test_lab_scale.py's 8 workers)
+# a lab's many workers on this one node: up to 4 jobs per core (tests/cluster/test_lab_scale.py's 8 workers)
 PartitionName=scale Nodes=$NODE Default=NO MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 CONFEOF
   cat >"$DBDCONF" <<DBDEOF

@@ -9,7 +9,7 @@ Defaults live here and nowhere else: a YAML option sets only the values that its
 (``diagnostics/none.yaml`` its nulls, ``algo/ppo.yaml`` nothing), so that a run of an older release,
 read back over these defaults (rlexp.rundir.contract.read_config; its algo node over those of the schema
 its ``_target_`` names, algo_defaults), gets the same value for a key added since as a new run
-(tests/unit/test_schema.py keeps the YAML free of them). A range that no type expresses is declared
+(tests/config/test_schema.py keeps the YAML free of them). A range that no type expresses is declared
 with its key (``ranged(default, POSITIVE)``) and checked by rlexp.config.validation before a run starts;
 a subclass that only gives the key its default keeps it.
 """

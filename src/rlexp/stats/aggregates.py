@@ -7,7 +7,7 @@ declaration (a Comparison) by the bootstrap, report.json's comparison rows, repo
 
 The definitions are rliable's (``rliable.metrics.aggregate_*``, Agarwal et al., NeurIPS 2021), but rliable
 takes a runs x tasks matrix one repetition at a time: these take tasks of different sizes and every
-repetition at once (tests/unit/test_report_stats.py checks them against rliable)."""
+repetition at once (tests/stats/test_report_stats.py checks them against rliable)."""
 
 from __future__ import annotations
 

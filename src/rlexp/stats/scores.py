@@ -4,7 +4,7 @@ confidence intervals, not "mean +/- std of 10".
 Every run summarises its random-policy baseline and draws its curves with these, so they are written
 with numpy alone: importing scipy.stats costs a run about a second. They give scipy's numbers (``scipy.stats.trim_mean``
 exactly; ``scipy.stats.bootstrap(..., method="percentile", vectorized=True)`` with the same generator to
-the last bits of the interpolation; tests/unit/test_report_stats.py compares them)."""
+the last bits of the interpolation; tests/stats/test_report_stats.py compares them)."""
 
 from __future__ import annotations
 

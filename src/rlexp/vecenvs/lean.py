@@ -5,7 +5,7 @@ DummyVecEnv deep-copies the infos and the observation buffer at every step (SB3 
 enough; the observations are copied once into new arrays (the caller keeps them: the rollout buffer
 reads the previous step's after this one). Everything else, reset, seeding, attributes, rendering, is
 DummyVecEnv's, and a run through it is identical to one through DummyVecEnv step by step
-(tests/e2e/test_vec_backends.py)."""
+(tests/vecenvs/test_vec_backends.py)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ generator; SB3 expects the reset observation on the same step (the terminal one 
 ``info["terminal_observation"]``) and env i seeded ``seed + i``. So this class resets finished envs itself,
 each from its own generator seeded as DummyVecEnv seeds its env, drawing what ``CartPoleEnv.reset`` draws:
 a run through it sees the same start states, and (CartPole's dynamics being the same float64 arithmetic)
-the same observations, rewards and dones as one through DummyVecEnv (tests/e2e/test_vec_backends.py).
+the same observations, rewards and dones as one through DummyVecEnv (tests/vecenvs/test_vec_backends.py).
 CartPole is the only env gymnasium 1.4 ships NumPy-vectorized (its phys2d ones need JAX)."""
 
 from __future__ import annotations

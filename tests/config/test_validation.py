@@ -12,6 +12,8 @@ from rlexp.config.validation import check_ranges, config_warnings, did_you_mean,
 from rlexp.errors import ConfigError
 from rlexp.monitor.evaluation import eval_env_count, eval_freq, schedule_note
 
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
 
 @pytest.fixture(scope="module")
 def ppo():

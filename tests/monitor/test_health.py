@@ -21,6 +21,8 @@ from rlexp.monitor.health import (
     train_eval_gap,
 )
 
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
 
 def _health(target: int = 1000, **diagnostics) -> tuple[TrainingHealth, list[str]]:
     found: list[str] = []

@@ -8,13 +8,17 @@ import ast
 import shutil
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from rlexp.rundir import contract
 
-SRC = Path(__file__).parents[2] / "src" / "rlexp"
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
+SRC = Path(__file__).parents[1] / "src" / "rlexp"
 
 
 def test_the_import_contracts_hold():
@@ -104,9 +108,24 @@ def test_the_manager_only_wires():
 
 def test_every_subpackage_ships_in_the_wheel():
     """setuptools' explicit package list: a subpackage missing from it works in an editable install only."""
-    import tomllib
 
     listed = set(tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(("rlexp", *p.parent.relative_to(SRC).parts)).rstrip(".") for p in SRC.rglob("__init__.py")}
     assert found - listed == set()
     assert {p for p in listed if p.startswith("rlexp.") and p != "rlexp.conf"} - found == set()
+
+
+def test_the_tests_are_laid_out_like_the_package():
+    """A test module sits in the folder of the subpackage it tests (tests/docs: the docs and README), so a
+    reader finds a module's tests by its path; this module alone, about the package as a whole, is at the top."""
+    tests = Path(__file__).parent
+    packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").is_file()} | {"docs"}
+    misplaced = [
+        str(module.relative_to(tests))
+        for module in tests.rglob("test_*.py")
+        if module.parent.name not in packages and module != Path(__file__)
+    ]
+    assert misplaced == [], f"test modules outside a folder named for a subpackage of rlexp: {misplaced}"
+    skipped = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    unseen = [d.name for d in tests.iterdir() if any(fnmatch(d.name, p) for p in skipped["norecursedirs"])]
+    assert unseen == [], f"pytest's norecursedirs skips the test folders {unseen}"

@@ -1,5 +1,5 @@
 """Same seed, same agent: what keeps rlexp's training bit for bit the zoo's (benchmarks/zoo_parity.py measures
-every pair; tests/e2e/test_zoo_parity.py a pair per family and algorithm) and a run the same run again."""
+every pair; tests/zoo/test_zoo_parity.py a pair per family and algorithm) and a run the same run again."""
 
 from __future__ import annotations
 

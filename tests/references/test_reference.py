@@ -13,6 +13,8 @@ from rlexp.errors import ConfigError
 from rlexp.references.files import FORMAT, Reference, load_reference
 from rlexp.references.verdict import changed_keys, verdict
 
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
 
 def _reference(finals: list[float], curve: list[list[float]] | None = None) -> Reference:
     curves = np.array(curve if curve is not None else [[f / 2, f] for f in finals], dtype=np.float64)

@@ -11,6 +11,8 @@ import yaml
 from rlexp.errors import ConfigError
 from rlexp.rundir import contract
 
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
 
 def test_read_summary_absent_an_object_or_refused_in_one_line(tmp_path):
     assert contract.read_summary(tmp_path) is None

@@ -12,6 +12,8 @@ from rlexp.errors import Interrupted
 from rlexp.run.record import run_end_lines
 from rlexp.rundir.record import ABSENT, RunRecord, failure_status, read_record
 
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
 
 def _record(**changes) -> RunRecord:
     base = dict(

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
 from rlexp.rundir.contract import LOCK_FILE
@@ -19,8 +20,11 @@ from rlexp.search.study import (
     reclaim_interrupted_trials,
 )
 
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
 HOLD = """
 import fcntl, os, sys
+
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True)

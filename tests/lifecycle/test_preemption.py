@@ -6,50 +6,19 @@ import csv
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
 import pytest
+from background import LATE_SIGNAL_ENV, ended, start, wait_for_file
 from conftest import FAST, console_shape, docs_line, rlexp_cli, wait_for_episodes
-
-
-def _start(tmp_path, args: list[str], stderr: int = subprocess.DEVNULL) -> subprocess.Popen:
-    """`rlexp <args>` in the background, in run dir tmp_path/run."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "rlexp", *args, "hydra.run.dir=run"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-        text=True,
-    )
-
-
-@contextmanager
-def _ended(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
-    """The process, killed (with its process group when it has its own) if the test fails before it ends."""
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def _wait_for_file(path, proc: subprocess.Popen, timeout: float = 300) -> None:
-    """Until ``path`` exists (e.g. evaluations.npz: the run is a known number of steps in)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        if path.is_file():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no {path}: {proc.poll()=}")
 
 
 @pytest.mark.parametrize(
@@ -84,9 +53,9 @@ def test_signal_checkpoints_and_resume_finishes_with_the_requested_steps(algo, e
         "callbacks.eval.final_episodes=2",
     ]
     run = tmp_path / "run"
-    proc = _start(tmp_path, args, stderr=subprocess.PIPE)
+    proc = start(tmp_path, args, stderr=subprocess.PIPE)
     # the first of 4 evaluations: a quarter of the steps done, however fast the agent learns
-    _wait_for_file(run / "evaluations.npz", proc)
+    wait_for_file(run / "evaluations.npz", proc)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signum, err[-2000:]
@@ -153,7 +122,7 @@ def test_a_killed_run_resumes_from_its_newest_checkpoint(tmp_path):
         "callbacks.eval.n_episodes=2",
     ]
     run = tmp_path / "run"
-    proc = _start(tmp_path, args)
+    proc = start(tmp_path, args)
     deadline = time.time() + 120
     while len(list((run / "checkpoints").glob("step_*"))) < 2:
         assert time.time() < deadline and proc.poll() is None
@@ -190,7 +159,7 @@ def test_a_multirun_run_again_keeps_its_completed_runs(tmp_path):
 def test_a_killed_run_without_checkpoints_starts_over_and_keeps_its_files_aside(tmp_path):
     args = ["algo=ppo", "env=cartpole", "n_timesteps=8000", "logger=csv", "callbacks.eval.n_evaluations=2"]
     run = tmp_path / "run"
-    proc = _start(tmp_path, args)
+    proc = start(tmp_path, args)
     wait_for_episodes(run, 5, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -223,10 +192,10 @@ def test_the_printed_hint_finishes_a_run_in_a_dir_with_spaces_and_its_searchpath
         f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
         f"hydra.run.dir='{run}'",
     ]
-    with _ended(
+    with ended(
         subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     ) as proc:
-        _wait_for_file(run / "evaluations.npz", proc)
+        wait_for_file(run / "evaluations.npz", proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
@@ -293,10 +262,10 @@ def test_a_stop_signal_abandons_a_periodic_evaluation_that_would_never_end(tmp_p
     args = [*_endless_eval(tmp_path), "n_timesteps=2048", "algo.n_steps=64", "algo.batch_size=64"]
     args += ["callbacks.eval.freq=512", "callbacks.eval.n_episodes=1", "callbacks.eval.final_episodes=1"]
     args += ["hydra.run.dir=run"]
-    with _ended(
+    with ended(
         subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     ) as proc:
-        _wait_for_file(tmp_path / "evaluating", proc)
+        wait_for_file(tmp_path / "evaluating", proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)  # the endless evaluation is not waited for
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
@@ -317,10 +286,10 @@ def test_a_stop_signal_during_a_multiruns_final_evaluation_ends_the_sweep(tmp_pa
     no_periodic = ["callbacks=none", "callbacks.eval.freq=0"]  # FAST asks for periodic evaluations
     args = ["-m", "seed=0,1", *_endless_eval(tmp_path), *FAST, *no_periodic, "algo.n_steps=64", "algo.batch_size=64"]
     args += ["hydra.sweep.dir=sweep", "curves=true"]
-    with _ended(
+    with ended(
         subprocess.Popen([sys.executable, "-m", "rlexp", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     ) as proc:
-        _wait_for_file(tmp_path / "evaluating", proc)  # job 0 saved its agent and began its final evaluation
+        wait_for_file(tmp_path / "evaluating", proc)  # job 0 saved its agent and began its final evaluation
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
@@ -348,42 +317,9 @@ def _command_lines() -> list[str]:
     return out
 
 
-LATE = """import os
-import signal
-
-import gymnasium as gym
-import numpy as np
-
-
-class LateSignalEnv(gym.Env):
-    \"\"\"Episodes of 10 steps; with kill_on_close, an env that has been stepped sends SIGTERM to its own
-    process when it closes: after the final evaluation, before the run records itself completed.\"\"\"
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self, kill_on_close=False):
-        self.kill_on_close, self.steps, self.stepped = kill_on_close, 0, False
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.steps = 0
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        self.steps += 1
-        self.stepped = True
-        return np.zeros(2, np.float32), 1.0, self.steps >= 10, False, {}
-
-    def close(self):
-        if self.kill_on_close and self.stepped:
-            os.kill(os.getpid(), signal.SIGTERM)
-"""
-
-
 @pytest.mark.parametrize("multirun", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_a_stop_signal_as_the_run_completes_keeps_it_completed_and_ends_a_sweep(multirun, tmp_path):
-    (tmp_path / "late.py").write_text(LATE)
+    shutil.copy(LATE_SIGNAL_ENV, tmp_path / "late.py")
     args = ["env.id=late:LateSignalEnv", "~tuned", "+env.eval_kwargs.kill_on_close=true", *FAST, "algo.n_steps=32"]
     args.append("random_baseline.episodes=0")  # its env, closed once stepped, would signal before training
     args = ["-m", *args, "seed=0,1", "hydra.sweep.dir=sweep"] if multirun else [*args, "hydra.run.dir=run"]
@@ -424,8 +360,8 @@ def test_ctrl_c_before_the_run_starts_is_one_line_and_leaves_no_dir(tmp_path):
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    with _ended(proc):
-        _wait_for_file(tmp_path / "ready", proc)
+    with ended(proc):
+        wait_for_file(tmp_path / "ready", proc)
         assert (tmp_path / "outputs" / "held" / "run").is_dir()  # (its lock is taken: the checks are running)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=120)

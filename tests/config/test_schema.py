@@ -19,6 +19,8 @@ from rlexp.config.schema import ALGO_SCHEMAS, field_range, register_configs
 from rlexp.config.validation import check_ranges, ranged_values
 from rlexp.errors import ConfigError
 
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
 CONF = Path(str(files("rlexp.conf")))
 ROOT = Path(__file__).resolve().parents[2]
 # what declares a default that is rlexp's own (a key of hydra-submitit-launcher's schema is its own default,

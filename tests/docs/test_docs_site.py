@@ -11,12 +11,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import SITE_GROUP
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = SITE_GROUP
 WIDTH, HEIGHT = 1280, 1600
 DOCS = ROOT / "docs"
 # every page of the site (the generated ones too), by its path in the built site
@@ -78,22 +79,12 @@ def _browse(html: Path, *how: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("material")
-    out = tmp_path_factory.mktemp("site")
-    subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return out
+# a page of each kind in the default run (the landing page, a guide with its output blocks, the architecture
+# with its figure, the generated reference of every key, a table-heavy page); every page in the slow run
+SAMPLE = {"index", "getting-started", "guides/train", "architecture", "reference/config", "benchmarks"}
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", [p if p in SAMPLE else pytest.param(p, marks=pytest.mark.slow) for p in PAGES])
 def test_a_page_reads_whole_offline_at_1280_pixels(page, site):
     built = site / ("index.html" if page == "index" else f"{page}/index.html")
     probe = built.with_name("rlexp-probe.html")

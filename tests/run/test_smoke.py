@@ -7,6 +7,8 @@ from conftest import FAST, train
 
 from rlexp.config.schema import ALGO_SCHEMAS
 
+# off-policy: 64 updates of 256 steps (the updates run; a few hundred would only cost time)
+UPDATES = ["algo.learning_starts=192"]
 # algorithm -> (env preset, extra overrides that keep the run to a few hundred steps); one row per registered
 # algorithm (a missing row fails its test)
 SMOKE = {
@@ -17,11 +19,11 @@ SMOKE = {
     "trpo": ("cartpole", ["algo.n_steps=128", "algo.batch_size=64"]),
     "ars": ("cartpole", []),
     "recurrent_ppo": ("cartpole", ["algo.n_steps=64", "algo.batch_size=64"]),
-    "sac": ("pendulum", ["algo.learning_starts=64"]),
-    "td3": ("pendulum", ["algo.learning_starts=64"]),
-    "ddpg": ("pendulum", ["algo.learning_starts=64"]),
-    "tqc": ("pendulum", ["algo.learning_starts=64"]),
-    "crossq": ("pendulum", ["algo.learning_starts=64"]),
+    "sac": ("pendulum", UPDATES),
+    "td3": ("pendulum", UPDATES),
+    "ddpg": ("pendulum", UPDATES),
+    "tqc": ("pendulum", UPDATES),
+    "crossq": ("pendulum", UPDATES),
 }
 
 
@@ -42,8 +44,8 @@ def test_algorithm_trains(algo, tmp_path):
     [
         # (Box2D is covered by bipedalwalker in the default run; LunarLander's long episodes in the slow one)
         pytest.param("ppo", "lunarlander", [], marks=pytest.mark.slow),
-        ("td3", "bipedalwalker", ["algo.learning_starts=64"]),
-        ("sac", "halfcheetah", ["algo.learning_starts=64"]),
+        ("td3", "bipedalwalker", UPDATES),
+        ("sac", "halfcheetah", UPDATES),
         ("ppo", "atari", ["env.n_envs=2", "algo.n_steps=64", "algo.batch_size=64", "env.max_episode_steps=300"]),
     ],
 )

@@ -11,11 +11,11 @@ import numpy as np
 import optuna
 import pytest
 import sbx
+from background import ended, start, wait_for_file
 from conftest import FAST, SMALL_SEARCH, rlexp_cli, stderr_lines
 from optuna.trial import TrialState
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
-from test_preemption import _ended, _start, _wait_for_file
 
 SAC = ["algo=sac", "env=pendulum", "algo.learning_starts=64", "algo.batch_size=64"]
 PPO = ["algo=ppo", "env=cartpole", "env.n_envs=2", "algo.n_steps=32", "algo.batch_size=64", "algo.n_epochs=2"]
@@ -96,8 +96,8 @@ def test_sbx_signal_checkpoints_and_resume_finishes_with_the_requested_steps(alg
         "callbacks.eval.final_episodes=2",
     ]
     run = tmp_path / "run"
-    with _ended(_start(tmp_path, args, stderr=subprocess.PIPE)) as proc:
-        _wait_for_file(run / "evaluations.npz", proc)  # a quarter of the steps done
+    with ended(start(tmp_path, args, stderr=subprocess.PIPE)) as proc:
+        wait_for_file(run / "evaluations.npz", proc)  # a quarter of the steps done
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]

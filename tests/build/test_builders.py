@@ -61,7 +61,9 @@ def test_device_auto(overrides, device):
 def test_torch_threads_are_set(tmp_path):
     import torch
 
-    train([*FAST, "torch_threads=2"], tmp_path)
+    train(
+        [*FAST, "torch_threads=2", "algo.n_steps=8", "callbacks.eval.final_episodes=1"], tmp_path
+    )  # (one short rollout)
     assert torch.get_num_threads() == 2
 
 
@@ -85,7 +87,7 @@ def test_optimizers_step_with_foreach_unless_the_user_chose(tmp_path):
     optimizers loop) and stays as a user gives it; the saved agent keeps it."""
     from stable_baselines3 import PPO, SAC
 
-    train([*FAST, "algo=sac", "env=pendulum"], tmp_path / "sac")
+    train([*FAST, "algo=sac", "env=pendulum", "algo.learning_starts=192"], tmp_path / "sac")
     sac = SAC.load(tmp_path / "sac" / "model.zip")
     optimizers = (sac.actor.optimizer, sac.critic.optimizer, sac.ent_coef_optimizer)
     assert [g["foreach"] for o in optimizers for g in o.param_groups] == [True, True, True]

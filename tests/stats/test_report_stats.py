@@ -27,6 +27,8 @@ from rlexp.stats.aggregates import (
     reported,
 )
 
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
 # rliable's intervals are drawn with fewer repetitions (it loops in Python: ~0.4 ms each): endpoints are
 # compared within a share of the interval's width, several times the Monte-Carlo error measured here
 RLIABLE_REPS = 5_000

@@ -15,6 +15,8 @@ from rlexp.build import schedules
 from rlexp.build.noise import build_action_noise
 from rlexp.errors import ConfigError
 
+pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
+
 
 @pytest.mark.parametrize(
     ("schedule", "start", "middle", "end"),

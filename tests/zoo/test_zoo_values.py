@@ -66,7 +66,9 @@ def test_the_zoo_id_composes_to_the_zoo_values(algo: str, env_id: str) -> None:
     zoo = {key: _zoo(value) for key, value in PAIRS[(algo, env_id)].items()}
     asked = "ALE/Breakout-v5" if env_id == "atari" else env_id
     cfg = rlexp.compose([f"algo={algo}", f"env.id={asked}"])
-    assert cfg.tuned_file == f"{algo}_{ENVS[env_id].preset}"
+    assert cfg.tuned_file == f"{algo}_{ENVS[env_id].preset}"  # (each tuned file composed here, once)
+    OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    assert cfg.n_timesteps > 0
     built = composed_values(cfg, list(zoo))
     departures = set(cfg.tuned_departures)
     differing = {k: (zoo[k], built[k]) for k in zoo if built[k] != zoo[k] and k not in departures}

@@ -17,6 +17,7 @@ import numpy as np
 import optuna
 import pytest
 import yaml
+from background import LATE_SIGNAL_ENV
 from conftest import SMALL_SEARCH, compose_cfg, rlexp_cli, stderr_lines, wait_for_episodes
 from hydra import compose, initialize_config_module
 from optuna.trial import TrialState
@@ -533,9 +534,7 @@ def test_search_space_fits_the_per_trial_budget():
 
 @pytest.mark.slow
 def test_a_stop_signal_as_a_trial_completes_records_it_and_ends_the_search(tmp_path):
-    from test_preemption import LATE
-
-    (tmp_path / "late.py").write_text(LATE)
+    shutil.copy(LATE_SIGNAL_ENV, tmp_path / "late.py")
     late = ["env.id=late:LateSignalEnv", "+env.eval_kwargs.kill_on_close=true", "hydra.sweeper.study_name=late"]
     late.append("random_baseline.episodes=0")  # its env, closed once stepped, would signal before training
     result = rlexp_cli([*SMALL, *late, "hydra.sweeper.n_trials=3"], cwd=tmp_path, timeout=600)

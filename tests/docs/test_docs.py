@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from conftest import FAST, console_shape
+from conftest import FAST, SITE_GROUP, console_shape
 from forked_rlexp import run_rlexp
 
 from rlexp.commands import VERBS as COMMAND_VERBS
@@ -472,22 +472,11 @@ def test_the_run_dir_reference_names_every_file_and_key():
     assert [k for k in keys if f"`{k}`" not in summary] == []
 
 
-def test_the_site_builds_without_a_warning(tmp_path):
-    pytest.importorskip("mkdocs")
-    pytest.importorskip("material")
-    pytest.importorskip("mkdocstrings_handlers.python")
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    config = (tmp_path / "site" / "reference" / "config" / "index.html").read_text()
+@SITE_GROUP
+def test_the_site_builds_without_a_warning(site):
+    config = (site / "reference" / "config" / "index.html").read_text()
     assert "callbacks.eval.freq" in config and "slurm_cpu" in config
-    assert "dqn_cartpole" in (tmp_path / "site" / "reference" / "tuned" / "index.html").read_text()
+    assert "dqn_cartpole" in (site / "reference" / "tuned" / "index.html").read_text()
 
 
 def test_readmes_speed_table_is_the_benchmarks_page_s():
