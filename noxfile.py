@@ -38,6 +38,31 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-n", "2", *session.posargs)
 
 
+# Hydra 1.4's release candidates, with the OmegaConf and submitit launcher they go with: rlexp pins
+# hydra-core<1.4 until 1.4 is released; this session is what says it works on 1.4 (docs/architecture.md)
+HYDRA_14 = ["hydra-core==1.4.0rc3", "omegaconf==2.4.1rc1", "hydra-submitit-launcher==1.4.0rc3"]
+
+
+@nox.session(name="tests-hydra14", venv_params=["--system-site-packages"])
+def tests_hydra14(session: nox.Session) -> None:
+    """The default tests (or the pytest arguments given) on Hydra 1.4: Hydra's three packages installed over
+    the environment nox runs from (README's install: every other dependency), rlexp on top without its pins."""
+    session.install(*HYDRA_14)
+    session.install("--no-deps", "-e", ".")
+    session.run(
+        "python", "-c", "import hydra, omegaconf; print('hydra', hydra.__version__, 'omegaconf', omegaconf.__version__)"
+    )
+    session.run("python", "-m", "pytest", "-n", "2", *session.posargs)
+
+
+@nox.session(name="search-space-parsers", venv_params=["--system-site-packages"])
+def search_space_parsers(session: nox.Session) -> None:
+    """rlexp's search-space parser against hydra-optuna-sweeper 1.4's on the shipped spaces (on Hydra 1.4)."""
+    session.install(*HYDRA_14)
+    session.install("--no-deps", "hydra-optuna-sweeper==1.4.0rc3", "-e", ".")
+    session.run("python", "benchmarks/search_space_parsers.py")
+
+
 @nox.session
 def slow(session: nox.Session) -> None:
     _install(session)

@@ -18,6 +18,7 @@ from infra.postgres import Postgres, postgres_bin
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 import rlexp.cli  # noqa: F401  (registers the schemas and the sweeper, as the `rlexp` command does)
+from rlexp.config.hydra_versions import version_base
 
 # tiny budgets for tests: a few hundred steps, quick evaluations, no TensorBoard/stdout tables
 FAST = [
@@ -48,7 +49,7 @@ SMALL_SEARCH = [
 
 def compose_cfg(overrides: list[str]) -> tuple[DictConfig, dict[str, Any]]:
     """The experiment config as `rlexp <overrides>` would compose it, and Hydra's group choices."""
-    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+    with initialize_config_module(config_module="rlexp.conf", **version_base()):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
     choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
     with open_dict(cfg):

@@ -129,3 +129,26 @@ def test_the_tests_are_laid_out_like_the_package():
     skipped = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     unseen = [d.name for d in tests.iterdir() if any(fnmatch(d.name, p) for p in skipped["norecursedirs"])]
     assert unseen == [], f"pytest's norecursedirs skips the test folders {unseen}"
+
+
+def test_hydra_instantiates_through_its_execution_whitelist_only():
+    """Every instantiate of rlexp names what it allows Hydra to call (rlexp.config.hydra_versions): a bare
+    hydra.utils.instantiate warns on Hydra 1.4 and would build what a run dir's config computes."""
+    found = []
+    for path in [*SRC.rglob("*.py"), *(SRC.parent / "hydra_plugins").rglob("*.py")]:
+        if path.name == "hydra_versions.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.ImportFrom) and node.module == "hydra.utils"
+                else []
+            )
+            attribute = (
+                isinstance(node, ast.Attribute)
+                and node.attr == "instantiate"
+                and ast.unparse(node) == "hydra.utils.instantiate"
+            )
+            if "instantiate" in names or attribute:
+                found.append(f"{path.relative_to(SRC.parent)}:{node.lineno}")
+    assert found == [], f"hydra.utils.instantiate outside rlexp.config.hydra_versions: {found}"

@@ -22,6 +22,7 @@ from rlexp.commands.console import show_warnings_on_one_line
 from rlexp.commands.train import FULL_ERROR as _FULL_ERROR
 from rlexp.commands.train import USER_ERRORS, exit_with, train_job
 from rlexp.commands.zoo_flags import zoo_line
+from rlexp.config import hydra_versions
 from rlexp.config.overrides import as_override
 from rlexp.errors import Diverged, Interrupted, Refused, collapsed
 from rlexp.process_exit import exit_without_teardown, stopped_by_ctrl_c
@@ -33,7 +34,7 @@ register_hydra()
 _STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
 
 
-@hydra.main(version_base="1.3", config_path="pkg://rlexp.conf", config_name="config")
+@hydra.main(config_path="pkg://rlexp.conf", config_name="config", **hydra_versions.main_options())
 def app(cfg: DictConfig) -> float:
     """Train one agent as configured; returns the final mean evaluation reward (for sweepers)."""
     return train_job(cfg)

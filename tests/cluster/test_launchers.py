@@ -11,6 +11,7 @@ from conftest import FAST, compose_cfg, rlexp_cli
 from hydra import compose, initialize_config_module
 
 from rlexp.cluster.cpus import ENV_JOB_CPUS, job_threads, usable_cpus
+from rlexp.config.hydra_versions import version_base
 from rlexp.config.overrides import as_override
 
 
@@ -23,7 +24,7 @@ from rlexp.config.overrides import as_override
     ],
 )
 def test_launcher_presets_compose(preset, target, expected):
-    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+    with initialize_config_module(config_module="rlexp.conf", **version_base()):
         cfg = compose("config", overrides=[f"hydra/launcher={preset}"], return_hydra_config=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith(target)
@@ -38,7 +39,7 @@ def test_srun_args_and_sbatch_options_are_knobs():
         "+hydra.launcher.additional_parameters.mail-type=END",
         "hydra.launcher.setup=['module load python']",
     ]
-    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+    with initialize_config_module(config_module="rlexp.conf", **version_base()):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
     assert list(cfg.hydra.launcher.srun_args) == ["--cpu-bind=none"]
     assert cfg.hydra.launcher.additional_parameters == {"mail-type": "END"}

@@ -124,9 +124,8 @@ def test_every_declared_range_is_checked(algo):
     assert ranged["algo.learning_rate"] == field_range(ALGO_SCHEMAS[algo], "learning_rate")
     for key, must_be in ranged.items():
         bad = cfg.copy()
-        parent, _, leaf = key.rpartition(".")
         with open_dict(bad):
-            (OmegaConf.select(bad, parent) if parent else bad)[leaf] = _out_of_range(must_be)
+            OmegaConf.update(bad, key, _out_of_range(must_be))
         with pytest.raises(ConfigError) as err:
             check_ranges(bad)
         assert str(err.value) == f"{key}={OmegaConf.select(bad, key)}: must be {must_be}"

@@ -22,6 +22,7 @@ from conftest import SMALL_SEARCH, compose_cfg, rlexp_cli, stderr_lines, wait_fo
 from hydra import compose, initialize_config_module
 from optuna.trial import TrialState
 
+from rlexp.config.hydra_versions import version_base
 from rlexp.search.space import parse_search_space
 
 SMALL = ["-m", *SMALL_SEARCH, "hydra.sweep.dir=sweep"]
@@ -47,7 +48,7 @@ def _finished(study):
     ],
 )
 def test_search_space_of_each_algorithm_composes(algo, env):
-    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+    with initialize_config_module(config_module="rlexp.conf", **version_base()):
         cfg = compose("config", overrides=["hparams=search", f"algo={algo}", f"env={env}"], return_hydra_config=True)
     assert cfg.hydra.mode.name == "MULTIRUN"
     assert cfg.hydra.sweeper._target_ == "hydra_plugins.rlexp_optuna_sweeper.sweeper.OptunaSweeper"
@@ -423,7 +424,7 @@ def test_installed_hydra_optuna_sweeper_is_reported(tmp_path):
 @pytest.mark.parametrize("sampler", ["tpe", "random", "cmaes", "gp", "qmc", "nsgaii"])
 @pytest.mark.parametrize("pruner", ["median", "successive_halving", "hyperband", "none"])
 def test_every_sampler_and_pruner_builds_seeded(sampler, pruner):
-    from hydra.utils import instantiate
+    from rlexp.config.hydra_versions import instantiate
 
     overrides = [
         "hparams=search",
@@ -431,9 +432,9 @@ def test_every_sampler_and_pruner_builds_seeded(sampler, pruner):
         f"hydra/sweeper/pruner={pruner}",
         "hydra.sweeper.seed=7",
     ]
-    with initialize_config_module(config_module="rlexp.conf", version_base="1.3"):
+    with initialize_config_module(config_module="rlexp.conf", **version_base()):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
-    built = instantiate(cfg.hydra.sweeper.sampler)
+    built = instantiate(cfg.hydra.sweeper.sampler)  # (as the sweeper builds it: rlexp.config.hydra_versions)
     assert isinstance(built, optuna.samplers.BaseSampler)
     assert cfg.hydra.sweeper.sampler.seed == 7
     assert isinstance(instantiate(cfg.hydra.sweeper.pruner), optuna.pruners.BasePruner)
@@ -530,6 +531,21 @@ def test_search_space_fits_the_per_trial_budget():
     assert (space["algo.n_steps"].low, space["algo.n_steps"].high) == (16, 128)
     with pytest.raises(ConfigError, match=r"algo.n_steps: every choice \[512, 1024\] exceeds 128"):
         parse_search_space({"algo.n_steps": "choice(512,1024)"}, [], cfg)
+
+
+def test_a_range_of_floats_is_a_stepped_float_distribution():
+    """As hydra-optuna-sweeper reads it: Hydra's stop excluded, the last value counted in decimal."""
+    from optuna.distributions import FloatDistribution
+
+    from rlexp.errors import ConfigError
+    from rlexp.search.space import parse_search_space
+
+    cfg, _ = compose_cfg(["hparams=search"])
+    space = parse_search_space({"algo.gamma": "range(0.9,0.99,0.01)", "algo.n_epochs": "range(1,5)"}, [], cfg)
+    assert space["algo.gamma"] == FloatDistribution(0.9, 0.98, step=0.01)
+    assert (space["algo.n_epochs"].low, space["algo.n_epochs"].high, space["algo.n_epochs"].step) == (1, 4, 1)
+    with pytest.raises(ConfigError, match=r"^hydra.sweeper.params.algo.gamma: range\(0.99,0.9,0.01\) is empty$"):
+        parse_search_space({"algo.gamma": "range(0.99,0.9,0.01)"}, [], cfg)
 
 
 @pytest.mark.slow

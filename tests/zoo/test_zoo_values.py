@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from zoo_import import ENVS, ClassRef, zoo_pairs
 
 import rlexp
+from rlexp.config.hydra_versions import instantiate
 
 PAIRS = zoo_pairs()
 

@@ -26,11 +26,11 @@ from hydra.core.plugins import Plugins
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from optuna.trial import TrialState
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
+from rlexp.config.hydra_versions import instantiate
 from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Diverged, Interrupted
 from rlexp.files.atomic import atomic_write_text
@@ -72,8 +72,8 @@ HANDOVER_WAIT_S = 300.0
 class OptunaSweeper(Sweeper):
     def __init__(
         self,
-        sampler: optuna.samplers.BaseSampler,
-        pruner: optuna.pruners.BasePruner,
+        sampler: optuna.samplers.BaseSampler | DictConfig,
+        pruner: optuna.pruners.BasePruner | DictConfig,
         direction: str,
         storage: str | None,
         study_name: str,
@@ -88,7 +88,8 @@ class OptunaSweeper(Sweeper):
         retrain_top_k: int = 0,
         retrain_seeds: int = 3,
     ) -> None:
-        self.sampler, self.pruner = sampler, pruner  # built by Hydra from their `_target_` nodes
+        # their `_target_` nodes: Hydra 1.3 builds them, 1.4 hands a plugin its config as it is
+        self.sampler, self.pruner = (instantiate(n) if isinstance(n, DictConfig) else n for n in (sampler, pruner))
         self.direction = direction
         self.storage_url = storage
         self.study_name = study_name

@@ -38,6 +38,7 @@ def train(config: DictConfig | Sequence[str] = (), run_dir: str | Path | None = 
     from omegaconf.errors import OmegaConfBaseException
 
     from rlexp.commands.train import USER_ERRORS, train_job
+    from rlexp.config.hydra_versions import hydra_objects
 
     if threading.current_thread() is not threading.main_thread():
         raise ConfigError("rlexp.train runs in the main thread (a run stops on signals, which only it receives)")
@@ -53,7 +54,7 @@ def train(config: DictConfig | Sequence[str] = (), run_dir: str | Path | None = 
                     "rlexp.train trains one run, and these overrides make a sweep (hparams=search?): run it with "
                     "the command, rlexp -m ..."
                 )
-            with _logged():
+            with _logged(), hydra_objects():  # (Hydra builds the run's callbacks)
                 done = hydra.run(
                     config_name="config",
                     task_function=functools.partial(train_job, exit_on_error=False),

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import instantiate
 from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlexp.config.hydra_versions import instantiate
 from rlexp.files.atomic import remove_partial_saves, replace_durably
 from rlexp.lifecycle.preemption import StopEvaluation, StopOnSignal
 from rlexp.monitor.evaluation import eval_freq, training_rngs_untouched

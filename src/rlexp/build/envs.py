@@ -15,7 +15,6 @@ from typing import Any, Callable
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import Monitor
@@ -31,6 +30,7 @@ from stable_baselines3.common.vec_env import (
 )
 
 from rlexp.config.env_families import missing_extra, register_family
+from rlexp.config.hydra_versions import instantiate
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import FiniteEnv

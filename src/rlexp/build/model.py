@@ -8,7 +8,6 @@ import inspect
 import re
 from typing import Any
 
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -18,6 +17,7 @@ from rlexp.build.backends import algo_class, is_sbx, sbx_keywords
 from rlexp.build.device import resolve_device
 from rlexp.build.noise import build_action_noise
 from rlexp.build.schedules import CONSTANT
+from rlexp.config.hydra_versions import instantiate
 from rlexp.errors import ConfigError, collapsed, one_line_error
 
 # replay buffer of the front door's probe model: the configured size is checked, not allocated

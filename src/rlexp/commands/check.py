@@ -83,6 +83,8 @@ def _console_logging(config: DictConfig) -> None:
     from hydra.core.utils import configure_log
     from omegaconf import open_dict, read_write
 
+    from rlexp.config.hydra_versions import hydra_objects
+
     config = copy.deepcopy(config)  # (the log config's interpolations resolve against the whole config)
     spec = config.hydra.job_logging
     if isinstance(spec, DictConfig):
@@ -96,7 +98,8 @@ def _console_logging(config: DictConfig) -> None:
             for logger in [spec.get("root"), *(spec.get("loggers") or {}).values()]:
                 if isinstance(logger, DictConfig) and logger.get("handlers"):
                     logger.handlers = [h for h in logger.handlers if h not in files]
-    configure_log(spec, config.hydra.verbose)
+    with hydra_objects():
+        configure_log(spec, config.hydra.verbose)
 
 
 @dataclass

@@ -30,6 +30,7 @@ import yaml
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from rlexp.config.hydra_versions import register_resolver
 from rlexp.config.launchers import register_launcher_configs
 
 
@@ -504,6 +505,7 @@ class ExperimentConfig:
     search_space: Dict[str, str] = field(default_factory=dict)
 
 
+@functools.cache  # once per process: Hydra 1.4 warns when a name is stored again (1.5 refuses)
 def register_configs() -> None:
     """Register the schemas in Hydra's ConfigStore so that YAML options can extend them.
 
@@ -519,7 +521,7 @@ def register_configs() -> None:
     cs.store(name="logger_schema", node=LoggerConfig)
     cs.store(name="diagnostics_schema", node=DiagnosticsConfig)
     register_launcher_configs()
-    OmegaConf.register_new_resolver("rlexp_env_name", env_name, replace=True)
+    register_resolver("rlexp_env_name", env_name)
 
 
 @functools.cache

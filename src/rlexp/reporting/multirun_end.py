@@ -1,12 +1,13 @@
 """A seed multirun ends with its report: report/ in the sweep dir, and one line per group and env (the
 IQM over the seeds and its CI) printed. Hydra callback (conf/config.yaml, hydra.callbacks.seed_report).
 
-Hydra ends a multirun at the first failed job without calling ``on_multirun_end``; rlexp.cli then
-calls ``report_after_failure``, so that the seeds that completed are reported and the failed one listed."""
+Hydra ends a multirun at the first failed job (1.3 without calling ``on_multirun_end``, 1.4 calling it
+with the error in flight); rlexp.cli then calls ``report_after_failure``, so that the seeds that completed are reported and the failed one listed."""
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,8 @@ class SeedReport(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _pending
+        if sys.exc_info()[1] is not None:  # Hydra 1.4 calls it as a failed job ends the multirun: rlexp.cli's
+            return  # way out decides, as on 1.3 (which does not call it then)
         if _pending is not None:
             sweep_dir, _pending = _pending, None
             _report(sweep_dir)

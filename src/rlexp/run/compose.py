@@ -36,11 +36,13 @@ def hydra_session() -> Iterator[Any]:
     from hydra.core.hydra_config import HydraConfig
     from hydra.initialize import get_gh_backup, restore_gh_from_backup
 
+    from rlexp.config.hydra_versions import version_base
+
     register_hydra()
     hydra_state, job_config = get_gh_backup(), HydraConfig.instance().cfg  # (a caller's own Hydra app)
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_module(config_module="rlexp.conf", version_base="1.3", job_name="rlexp"):
+        with initialize_config_module(config_module="rlexp.conf", job_name="rlexp", **version_base()):
             yield GlobalHydra.instance().hydra
     finally:
         restore_gh_from_backup(hydra_state)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -36,10 +38,18 @@ def _distribution(override: Override) -> BaseDistribution:
         # Optuna's choices must be scalars: lists/dicts (e.g. net_arch) travel as compact literals
         return CategoricalDistribution([_literal(v) if isinstance(v, (list, dict)) else v for v in value.list])
     if isinstance(value, RangeSweep):
-        values = list(range(int(value.start), int(value.stop), int(value.step)))  # Python's range: stop excluded
-        if not values:
-            raise ConfigError(f"hydra.sweeper.params.{key}: {override.input_line.split('=', 1)[1]} is empty")
-        return IntDistribution(values[0], values[-1], step=int(value.step))
+        written = override.input_line.split("=", 1)[1]
+        if all(isinstance(x, int) for x in (value.start, value.stop, value.step)):
+            values = list(range(value.start, value.stop, value.step))  # Python's range: stop excluded
+            if not values:
+                raise ConfigError(f"hydra.sweeper.params.{key}: {written} is empty")
+            return IntDistribution(values[0], values[-1], step=value.step)
+        # floats: the values Hydra's range lists, counted in decimal (0.9 + 3 x 0.01 is 0.93, not 0.930...01)
+        start, stop, step = (Decimal(str(x)) for x in (value.start, value.stop, value.step))
+        count = math.ceil((stop - start) / step) if step > 0 else 0
+        if count <= 0:
+            raise ConfigError(f"hydra.sweeper.params.{key}: {written} is empty")
+        return FloatDistribution(float(start), float(start + (count - 1) * step), step=float(step))
     if isinstance(value, IntervalSweep):
         low, high = value.start, value.end
         if not low < high:

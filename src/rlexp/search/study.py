@@ -8,10 +8,10 @@ from pathlib import Path
 
 import optuna
 from hydra.core.hydra_config import HydraConfig
-from hydra.utils import instantiate
 from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
+from rlexp.config.hydra_versions import instantiate
 from rlexp.errors import ConfigError
 from rlexp.lifecycle.lock import is_free
 from rlexp.rundir.contract import SEED_DIR_PREFIX
