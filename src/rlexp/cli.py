@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import errno
 import functools
+import logging
 import os
 import re
 import shlex
@@ -70,6 +71,9 @@ def main() -> None:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())
     show_warnings_on_one_line()
+    # a log line that cannot be written (a full disk) is dropped, not reported with the traceback of the
+    # error being handled (Hydra 1.4 logs a failed job's to RUN/rlexp.log): the run's own line names the path
+    logging.raiseExceptions = _FULL_ERROR
     if len(sys.argv) > 1 and sys.argv[1] == "check":
         # the config composed as rlexp.compose composes it, no Hydra run; its errors said as training's
         from rlexp.commands.check import main as check
