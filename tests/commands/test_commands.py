@@ -108,12 +108,19 @@ def test_a_run_whose_config_lacks_algo_keys_added_since_reads_with_the_schemas_d
     assert algo.n_steps == 32 != PPOConfig.n_steps  # saved: the run's own value, not the schema's
     assert set(algo) == set(yaml.safe_load((runs("ppo") / "config.yaml").read_text())["algo"])
 
+    # the keys an older rlexp did not write, which the run held at their defaults (n_epochs is the tuned 20)
+    saved["algo"]["n_epochs"] = 20
+    (old / "config.yaml").write_text(yaml.safe_dump(saved))
+    summary["checksums"]["config.yaml"] = sha256(old / "config.yaml")
+    (old / "summary.json").write_text(json.dumps(summary))
     result = rlexp_cli(["evaluate", str(old), "--episodes", "2"], cwd=old)
     assert result.returncode == 0, result.stderr[-2000:]
     assert (old / "eval" / "final_seed10003_n2_envs2.json").is_file()
-    result = rlexp_cli(["report", str(old), "--out", str(tmp_path / "report")], cwd=tmp_path)
+    # with the run it was copied from: one condition, one group of two runs (the keys it lacks at their defaults)
+    result = rlexp_cli(["report", str(old), str(runs("ppo")), "--out", str(tmp_path / "report")], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert (tmp_path / "report" / "report.json").is_file()
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert [row["n"] for row in report["groups"]] == [2], report["groups"]
 
     own = {key: value for key, value in saved["algo"].items() if key != "policy_kwargs"}
     own["_target_"] = "my_pkg.algos.MyPPO"

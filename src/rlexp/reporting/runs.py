@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 from omegaconf import OmegaConf
 
+from rlexp.config.schema import algo_defaults
 from rlexp.errors import ConfigError, collapsed
 from rlexp.rundir.contract import (
     COMMAND_FILE,
@@ -90,6 +91,13 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+@cache
+def _algo_defaults(target: str) -> dict[str, Any]:
+    """The schema's defaults of the algorithm ``target`` names: an older run's config.yaml lacks the algo keys
+    added since, which it held at their defaults (as rlexp.rundir.contract.read_config fills them)."""
+    return algo_defaults(target) or {}
+
+
 def _grouped(key: str) -> bool:
     return not any(key == k or key.startswith(f"{k}.") for k in NOT_GROUPED)
 
@@ -110,7 +118,11 @@ class Run:
     @cached_property
     def flat(self) -> dict[str, Any]:
         """The config as dotted keys, flattened once for grouping, the differing keys and runs.csv."""
-        return {**ADDED_KEYS, **flatten(self.config)}
+        algo = self.config.get("algo")
+        target = algo.get("_target_") if isinstance(algo, dict) else None
+        defaults = _algo_defaults(target) if isinstance(target, str) else {}
+        missing = {key: value for key, value in defaults.items() if key not in algo}  # type: ignore[operator]
+        return {**ADDED_KEYS, **flatten({"algo": missing} if missing else {}), **flatten(self.config)}
 
     @property
     def env(self) -> str:
