@@ -1,14 +1,14 @@
 """What differs between Hydra 1.3 and 1.4 (with OmegaConf 2.3 and 2.4) for rlexp, in one place: the
 execution whitelist, ``version_base``, the resolver registry. Dropping 1.3 later empties this module.
 
-What a config may make Hydra call: Hydra 1.4 checks each ``_target_`` that ``instantiate()`` resolves, and each callable of the logging config it
-applies, against a whitelist the calling code gives (none given: a deprecation warning today, an error from
-Hydra 1.5). rlexp gives it the names the config holds as written text: a config the user composed names
-what the user chose; a run dir's config names only what rlexp's allow-list let through before anything was
-built (rlexp.rundir.trust: the policy). Hydra then refuses, at the call, any other name (one an
-interpolation or resolver would compute) and its own blocklist (``os.system``...). Hydra's own objects
-(rlexp's console formatter, its callbacks) are named in ``HYDRA_TARGETS``. Hydra 1.3 has no such check:
-there, rlexp's allow-list alone decides, as before."""
+What a config may make Hydra call: Hydra 1.4 checks each ``_target_`` that ``instantiate()`` resolves,
+and each callable of a logging config it applies, against a whitelist the calling code gives (none given:
+a deprecation warning today, an error from Hydra 1.5). rlexp gives it the names the config holds as
+written text: a config the user composed names what the user chose; a run dir's config names only what
+rlexp's allow-list let through before anything was built (rlexp.rundir.trust: the policy). Hydra then
+refuses, at the call, any other name (one an interpolation or resolver would compute) and its own
+blocklist (``os.system``...). Hydra's own objects (rlexp's console formatter, its callbacks) are named in
+``HYDRA_TARGETS``. Hydra 1.3 has no such check: there, rlexp's allow-list alone decides, as before."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def version_base() -> dict[str, Any]:
 
 def main_options() -> dict[str, Any]:
     """``hydra.main``'s options: on 1.4, the whitelist of what Hydra builds itself."""
-    return {"execution_whitelist": list(HYDRA_TARGETS), **version_base()} if has_whitelist() else version_base()
+    return {"execution_whitelist": list(HYDRA_TARGETS)} if has_whitelist() else version_base()
 
 
 def register_resolver(name: str, resolver: Callable[..., Any]) -> None:

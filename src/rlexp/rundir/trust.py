@@ -26,6 +26,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from rlexp.config.env_families import FAMILIES
+from rlexp.config.hydra_versions import NAME_RESOLVERS  # (allowed when the name they resolve is)
 from rlexp.errors import ConfigError
 from rlexp.rundir.contract import CONFIG_FILE, read_config, read_config_dict
 
@@ -54,8 +55,6 @@ CLASS_MODULES = (
 WRITERS = {"RecordVideo", "RecordEpisodeStatistics", "CheckpointCallback", "EvalCallback"}
 # rlexp's own modules whose callables a config names (schedules, wrappers): they build objects from values
 RLEXP_MODULES = ("rlexp.build.schedules", "rlexp.build.wrappers", "rlexp.run.schedules")
-# hydra's resolvers of a dotted name: allowed when the name they resolve is
-NAME_RESOLVERS = {"hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object"}
 # packages an env id's "module:" part may import: the env families' (rlexp.config.env_families), and Shimmy,
 # Gymnasium's bindings of other env APIs
 ENV_PACKAGES = {"shimmy", *(family.package for family in FAMILIES)}
