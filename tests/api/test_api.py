@@ -99,3 +99,14 @@ def test_changes_to_a_composed_config_become_overrides():
     after = OmegaConf.create({"a": 2, "b": {"c": "it's", "d": [1, "3"]}, "e": 0.5, "new": True})
     assert changes(before, after) == ["a=2", "b.c='it\\'s'", "b.d=[1,'3']", "e=0.5", "+new=true", "~gone"]
     assert json.loads(json.dumps(changes(before, before))) == []
+
+
+def test_a_latest_link_is_the_run_it_points_to_as_the_command_takes_it(tmp_path, monkeypatch):
+    """trained_agent=outputs/<...>/latest names the run dir the link points to now: the new run, which
+    re-points latest as it starts, still continues the one meant."""
+    run = tmp_path / "outputs" / "ppo-cartpole" / "2026-12-06_08-00-00"
+    run.mkdir(parents=True)
+    (run.parent / "latest").symlink_to(run.name)
+    monkeypatch.chdir(tmp_path)
+    cfg = rlexp.compose(["trained_agent=outputs/ppo-cartpole/latest"])
+    assert cfg.trained_agent == "outputs/ppo-cartpole/2026-12-06_08-00-00"

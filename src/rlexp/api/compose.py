@@ -10,7 +10,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
-from rlexp.run.compose import hydra_session
+from rlexp.run.compose import command_overrides, hydra_session
 
 # configs returned by compose(): id -> (the config, weakly; its overrides; the config as composed)
 _composed: dict[int, tuple[weakref.ref[DictConfig], list[str], DictConfig]] = {}
@@ -24,15 +24,12 @@ def user_error(err: BaseException) -> ConfigError:
 
 
 def checked_overrides(overrides: Sequence[str]) -> list[str]:
-    """A list of ``key=value`` strings, numbers written as the command takes them (n_timesteps=1e5)."""
-    from rlexp.config.overrides import whole_numbers
-
+    """A list of ``key=value`` strings as the command takes them (rlexp.run.compose.command_overrides:
+    n_timesteps=1e5, a ``latest`` link as the run dir it points to now, an env id's preset)."""
     if isinstance(overrides, str) or not all(isinstance(o, str) for o in overrides):
         raise ConfigError(f"overrides: expected a list of 'key=value' strings, got {overrides!r}")
-    from rlexp.config.env_routing import routed
-
     # (an id Gymnasium no longer builds is replaced; the start line says which env is trained)
-    return routed(whole_numbers(list(overrides)))[0]
+    return command_overrides(list(overrides))[0]
 
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:
