@@ -62,3 +62,14 @@ def test_on_hydra_14_a_target_no_config_names_as_text_is_refused_by_hydra():
     with pytest.raises(InstantiationException, match=r"collections\.OrderedDict"):
         instantiate(node.made)
     assert instantiate(OmegaConf.create({"_target_": "collections.OrderedDict"})) == {}
+
+
+def test_a_factory_whose_return_annotation_does_not_resolve_builds(tmp_path, monkeypatch):
+    """A user's builder annotated with a name imported for type checking only: built as on Hydra 1.3."""
+    (tmp_path / "typed_factory.py").write_text(
+        "from __future__ import annotations\nfrom typing import TYPE_CHECKING\n\n"
+        "if TYPE_CHECKING:\n    from collections import OrderedDict\n\n\n"
+        "def make() -> OrderedDict:\n    import collections\n\n    return collections.OrderedDict(a=1)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert instantiate(OmegaConf.create({"_target_": "typed_factory.make"})) == {"a": 1}

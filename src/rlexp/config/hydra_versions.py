@@ -99,7 +99,10 @@ def _with_definitions(names: list[str]) -> list[str]:
             obj = hydra.utils.get_object(name)
         except Exception:  # (Hydra says why, naming the key)
             continue
-        made = typing.get_type_hints(obj).get("return") if inspect.isfunction(obj) else None
+        try:  # (annotations that do not resolve here, e.g. names imported for type checking only: no class)
+            made = typing.get_type_hints(obj).get("return") if inspect.isfunction(obj) else None
+        except Exception:
+            made = None
         for defined in (obj, made):
             module, qualname = getattr(defined, "__module__", None), getattr(defined, "__qualname__", None)
             if inspect.isclass(defined) or inspect.isfunction(defined):
