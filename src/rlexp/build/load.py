@@ -14,25 +14,101 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.build.backends import algo_class, is_sbx
 from rlexp.build.device import resolve_device
+from rlexp.build.model import schedules
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.rundir.pickles import model_objects, restricted_loads
 from rlexp.rundir.trust import trusted_packages
 
 
 def load_agent(
-    cfg: DictConfig, zip_path: Path, device: str | None = None, env: VecEnv | None = None, trust: Iterable[str] = ()
+    cfg: DictConfig,
+    zip_path: Path,
+    device: str | None = None,
+    env: VecEnv | None = None,
+    trust: Iterable[str] = (),
+    plays: VecEnv | None = None,
 ) -> BaseAlgorithm:
     """A saved agent to act with (no replay buffer; ``env`` attached, if given): for the commands that
     read runs; on ``device``, by default the run's. What SB3 pickled into the zip is unpickled with
-    rlexp's allow-list (and the packages in ``trust``) only (rlexp.rundir.pickles)."""
+    rlexp's allow-list (and the packages in ``trust``) only (rlexp.rundir.pickles). ``plays``: the env it
+    will act in, whose spaces are checked against the agent's first."""
     cls = algo_class(cfg)
     objects = checked_objects(cfg, zip_path, trust)
+    if plays is not None and objects is not None:
+        check_spaces(objects, plays, zip_path, str(cfg.env.id))
+    if objects is not None:
+        objects = {**objects, **_acting_buffer(objects)}
     try:
         return cls.load(
             zip_path, env=env, device=device or resolve_device(cfg), custom_objects=objects, print_system_info=False
         )
     except Exception as err:  # a damaged file, or another algorithm's
         raise ConfigError(f"{zip_path}: cannot be loaded as {cls.__name__} ({one_line_error(err)})") from None
+
+
+def _acting_buffer(objects: dict[str, Any]) -> dict[str, Any]:
+    """An agent that only acts needs no HER buffer, which SB3 cannot build without an env (and whose SB3 1.x
+    kwargs, ``online_sampling``, SB3 2 no longer takes): SB3's default buffer stands in."""
+    from stable_baselines3 import HerReplayBuffer
+
+    buffer = objects.get("replay_buffer_class")
+    if isinstance(buffer, type) and issubclass(buffer, HerReplayBuffer):
+        return {"replay_buffer_class": None, "replay_buffer_kwargs": {}}
+    return {}
+
+
+def _shape(space: Any) -> Any:
+    """What an agent's input or output layer depends on in a space: its kind and sizes (not its bounds)."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Dict):
+        return ("Dict", tuple((key, _shape(sub)) for key, sub in sorted(space.spaces.items())))
+    if isinstance(space, spaces.Tuple):
+        return ("Tuple", tuple(_shape(sub) for sub in space.spaces))
+    if isinstance(space, spaces.Discrete):
+        return ("Discrete", int(space.n))
+    if isinstance(space, spaces.MultiDiscrete):
+        return ("MultiDiscrete", tuple(int(n) for n in space.nvec.ravel()))
+    return (type(space).__name__, tuple(getattr(space, "shape", None) or ()))
+
+
+def _described(shape: Any) -> str:
+    kind, sizes = shape
+    if kind == "Dict":
+        return "Dict(" + ", ".join(f"{key}: {_described(sub)}" for key, sub in sizes) + ")"
+    if kind == "Tuple":
+        return "Tuple(" + ", ".join(_described(sub) for sub in sizes) + ")"
+    return f"{kind}({sizes})" if kind == "Discrete" else f"{kind}{sizes}"
+
+
+def check_spaces(objects: dict[str, Any], env: VecEnv, zip_path: Path, env_id: str) -> None:
+    """Refuses, in one line, an agent whose observations or actions are not the env's (before a step is played)."""
+    for key, what in (("observation_space", "observes"), ("action_space", "acts in")):
+        if key not in objects:
+            continue
+        agent, here = _shape(objects[key]), _shape(getattr(env, key))
+        if agent != here:
+            raise ConfigError(
+                f"{zip_path}: the agent {what} {_described(agent)}, but {env_id} here gives {_described(here)}: "
+                "not played"
+            )
+
+
+def aligned_spaces(objects: dict[str, Any], env: VecEnv) -> tuple[dict[str, Any], list[str]]:
+    """The env's spaces for the agent's, where they differ in bounds only (an agent saved with gym: CartPole's
+    unbounded velocities were float32's largest value, now inf): SB3's ``load`` refuses any difference, but
+    the agent's layers depend only on the kinds and sizes, which ``check_spaces`` has checked. Returns the
+    objects to hand SB3 and a line for each space replaced."""
+    objects, said = dict(objects), []
+    for key in ("observation_space", "action_space"):
+        theirs, ours = objects.get(key), getattr(env, key)
+        if theirs is not None and theirs != ours and _shape(theirs) == _shape(ours):
+            objects[key] = ours
+            said.append(
+                f"the agent's {key.replace('_', ' ')} has other bounds than the env's (an older gym's), the same "
+                "sizes: the env's is used"
+            )
+    return objects, said
 
 
 def checked_objects(cfg: DictConfig, zip_path: Path, trust: Iterable[str] = ()) -> dict[str, Any] | None:
@@ -46,7 +122,28 @@ def checked_objects(cfg: DictConfig, zip_path: Path, trust: Iterable[str] = ()) 
                 "the zip: open it only if you trust the run's author, with --trust sbx (or RLEXP_TRUST=sbx)"
             )
         return None
-    return model_objects(zip_path, trust)
+    return model_objects(zip_path, trust, rebuilt_entries(cfg))
+
+
+def rebuilt_entries(cfg: DictConfig) -> dict[str, Any]:
+    """What SB3 1.x pickled as functions (its schedules), built as a new model of ``cfg`` builds them: rlexp
+    never unpickles code (rlexp.rundir.pickles), and to play an agent or train it on, these are all it needs."""
+    from stable_baselines3.common.utils import FloatSchedule, LinearSchedule
+
+    built = schedules(cfg)
+    algo = cfg.algo
+    out = {"learning_rate": built["learning_rate"], "lr_schedule": FloatSchedule(built["learning_rate"])}
+    if "clip_range" in built:
+        out["clip_range"] = built["clip_range"]
+    if algo.get("clip_range_vf") is not None:
+        out["clip_range_vf"] = float(algo.clip_range_vf)  # (PPO makes it a schedule, as for a new model)
+    if "delta_std" in algo:  # (ARS)
+        out["delta_std_schedule"] = FloatSchedule(float(algo.delta_std))
+    if "exploration_fraction" in algo:  # (DQN, QR-DQN)
+        out["exploration_schedule"] = LinearSchedule(
+            algo.exploration_initial_eps, algo.exploration_final_eps, algo.exploration_fraction
+        )
+    return out
 
 
 def load_replay_buffer(model: OffPolicyAlgorithm, path: Path) -> None:

@@ -59,7 +59,8 @@ def _schedule(cfg: DictConfig, key: str, initial: float) -> Any:
     return schedule
 
 
-def _schedules(cfg: DictConfig) -> dict[str, Any]:
+def schedules(cfg: DictConfig) -> dict[str, Any]:
+    """The learning rate (and clip range) a new model of ``cfg`` trains with."""
     params = {"learning_rate": _schedule(cfg, "lr_schedule", cfg.algo.learning_rate)}
     if "clip_range" in cfg.algo:
         params["clip_range"] = _schedule(cfg, "clip_range_schedule", cfg.algo.clip_range)
@@ -94,7 +95,7 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
         make.keywords["buffer_size"] = min(make.keywords["buffer_size"], PROBE_BUFFER_SIZE)
     if is_sbx(cfg):  # (its device and schedule: rlexp.run.front_door.check_static)
         make = functools.partial(cls, *make.args, **sbx_keywords(cfg, cls, make.keywords))
-    extra: dict[str, Any] = _schedules(cfg)
+    extra: dict[str, Any] = schedules(cfg)
     noise = build_action_noise(cfg.action_noise, env.action_space)
     if noise is not None:
         if "action_noise" not in inspect.signature(cls).parameters:

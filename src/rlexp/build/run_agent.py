@@ -12,7 +12,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.build.backends import algo_class
 from rlexp.build.device import resolve_device
-from rlexp.build.load import checked_objects, load_replay_buffer
+from rlexp.build.load import aligned_spaces, checked_objects, load_replay_buffer
 from rlexp.build.model import build_model
 from rlexp.build.trained_agent import find_trained_agent, refuse_another_algo, trained_agent_stats
 from rlexp.errors import ConfigError
@@ -27,6 +27,8 @@ def load_model(cfg: DictConfig, path: str, env: VecEnv, restricted: bool = True)
     zip_path, model_dir = find_trained_agent(path)
     refuse_another_algo(cfg, path, model_dir)
     objects = checked_objects(cfg, zip_path) if restricted else None
+    if objects is not None:
+        objects = aligned_spaces(objects, env)[0]  # (check_trained_agent said so)
     try:
         model = cls.load(zip_path, env=env, device=resolve_device(cfg), custom_objects=objects, print_system_info=False)
     except Exception as err:  # SB3 raises whatever the mismatch trips over

@@ -12,16 +12,25 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.build.backends import algo_class, algo_target, is_sbx
-from rlexp.build.load import checked_objects
+from rlexp.build.load import aligned_spaces, checked_objects
 from rlexp.errors import ConfigError
+from rlexp.rundir.agents import FINAL
 from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
 from rlexp.rundir.pickles import restricted_loads
 from rlexp.rundir.record import read_record
+from rlexp.zoo.runs import find_zoo_run
 
 
 def find_trained_agent(path: str) -> tuple[Path, Path]:
-    """(model zip, directory holding its vecnormalize.pkl / replay_buffer.pkl) of a run dir or zip."""
+    """(model zip, directory holding its vecnormalize.pkl / replay_buffer.pkl) of a run dir or zip, or of an RL
+    Zoo log folder (its final agent, its statistics in ``<EnvId>/``)."""
     p = Path(path).expanduser()
+    zoo = None if (p / MODEL_FILE).is_file() or p.name == MODEL_FILE else find_zoo_run(p)
+    if zoo is not None:
+        final = zoo.agents().get(FINAL)
+        if p.is_dir() and final is None:
+            raise ConfigError(f"trained_agent={path}: the RL Zoo run has no {zoo.env_name}.zip (its final agent)")
+        return (p if p.is_file() else final[0]), zoo.files_dir  # type: ignore[index]
     if p.is_dir():
         p = p / MODEL_FILE
     if not p.is_file():
@@ -97,18 +106,19 @@ def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
             f"its policy is a {policy.__name__}"
         )
     for space in ("observation_space", "action_space"):
-        if space in data and data[space] != getattr(env, space):
+        if space in data and data[space] != getattr(env, space) and not aligned_spaces({space: data[space]}, env)[1]:
             raise ConfigError(
                 f"trained_agent={path} was trained on the {space.replace('_', ' ')} {_describe(data[space])}, "
                 f"but env.id={cfg.env.id} has {_describe(getattr(env, space))}"
             )
+    said = [f"trained_agent={path}: {line}" for line in aligned_spaces(data, env)[1]]
     trained_agent_stats(cfg)
     if issubclass(cls, OffPolicyAlgorithm) and not (model_dir / REPLAY_BUFFER_FILE).is_file():
-        return [
+        said.append(
             f"trained_agent={path} brings no replay buffer: {cls.__name__} continues from an empty one "
             "(runs keep theirs with callbacks.checkpoint.save_replay_buffer=true)"
-        ]
-    return []
+        )
+    return said
 
 
 def _describe(space: Any) -> str:

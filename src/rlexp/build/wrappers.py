@@ -53,3 +53,17 @@ class SeededResets(gym.Wrapper):
         elif self._seeds is not None:
             seed = int(self._seeds.integers(2**31 - 1))
         return self.env.reset(seed=seed, options=options)
+
+
+class ZeroedObservations(gym.ObservationWrapper):
+    """Observation values ``first`` to ``stop - 1`` set to 0: the env as an agent trained where they were always
+    0 saw it (mujoco-py >= 2 left Ant-v3's and Humanoid-v3's contact forces at 0; MuJoCo's -v4 computes them)."""
+
+    def __init__(self, env: gym.Env, first: int, stop: int) -> None:
+        super().__init__(env)
+        self.first, self.stop = int(first), int(stop)
+
+    def observation(self, observation: Any) -> Any:
+        observation = observation.copy()
+        observation[self.first : self.stop] = 0
+        return observation

@@ -60,7 +60,7 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
         build_vec_env(env_cfg, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=n_envs, trust=agent.trust)
     ) as env:
         env.seed(seed)
-        model = load_agent(agent.cfg, agent.model, trust=agent.trust)
+        model = load_agent(agent.cfg, agent.model, trust=agent.trust, plays=env)
         out.step = int(model.num_timesteps)
         model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         returns, lengths = evaluate_policy(

@@ -109,7 +109,7 @@ def _episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool) 
             trust=agent.trust,
         )
     ) as env:
-        model = load_agent(agent.cfg, agent.model, trust=agent.trust)
+        model = load_agent(agent.cfg, agent.model, trust=agent.trust, plays=env)
         model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         fps = int(env.get_attr("metadata")[0].get("render_fps") or 30)
         for i in range(episodes):

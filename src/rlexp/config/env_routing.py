@@ -22,6 +22,7 @@ class Preset:
     name: str
     env_id: str  # the id it builds
     how: str  # "own", "alias" (trains the id given) or "replaced" (trains env_id instead)
+    kwargs: tuple[tuple[str, Any], ...] = ()  # the preset's env kwargs (LunarLander-v3's continuous engines)
 
 
 @functools.cache
@@ -42,11 +43,12 @@ def preset_index() -> dict[str, Preset]:
         env_id = body.get("id")
         if not isinstance(env_id, str) or name in family_presets:
             continue
-        index.setdefault(env_id, Preset(name, env_id, "own"))
+        kwargs = tuple((body.get("kwargs") or {}).items())
+        index.setdefault(env_id, Preset(name, env_id, "own", kwargs))
         for alias in body.get("aliases") or ():
-            index[alias] = Preset(name, env_id, "alias")
+            index[alias] = Preset(name, env_id, "alias", kwargs)
         for old in body.get("replaces") or ():
-            index[old] = Preset(name, env_id, "replaced")
+            index[old] = Preset(name, env_id, "replaced", kwargs)
     return index
 
 

@@ -57,9 +57,8 @@ def export_agent(
     with closed_at_end(
         build_vec_env(cfg.env, cfg.seed, None, agent.stats, for_eval=True, n_envs=1, in_process=True, trust=agent.trust)
     ) as venv:
-        model = load_agent(
-            cfg, agent.model, device="cpu", trust=agent.trust
-        )  # the files run anywhere; the graph's constants too
+        # (on the CPU: the files run anywhere; the graph's constants too)
+        model = load_agent(cfg, agent.model, device="cpu", trust=agent.trust, plays=venv)
         graph = build_graph(model, venv)
         seed = agent.episode_seed(None)
         recording = record(model, venv, graph, episodes, seed)

@@ -8,6 +8,12 @@ of rlexp.rundir.trust's allow-list, NumPy's array and random-generator construct
 a few builtins without side effects, and the packages the user trusts. A pickle that names anything else
 is refused in one line naming it; the model zip's own arrays are torch tensors, which SB3 already reads
 with ``torch.load(weights_only=True)``.
+
+Agents saved with gym (RL Zoo's published ones, SB3 1.x) pickle gym's spaces: they are read as gymnasium's
+(rlexp.rundir.legacy_spaces), with gym not installed. Entries pickled as functions (cloudpickle's code: the
+learning rate, clip range and exploration schedules of SB3 1.x) are never unpickled, whoever is trusted: the
+caller hands their values rebuilt from the run's config, as a fresh run builds them. So every serialized entry
+of a zip is read by the allow-list or replaced, and SB3's own cloudpickle never sees one.
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ import io
 import json
 import pickle
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rlexp.errors import ConfigError
+from rlexp.rundir.legacy_spaces import GYM_SPACES
 from rlexp.rundir.trust import RLEXP_MODULES, STACKS, _class_module, _in_package, allowed_object, trusted_packages
 
 # constructors a pickle of NumPy arrays, scalars, dtypes and random generators names (no function that
@@ -48,6 +55,7 @@ SAFE_GLOBALS = {
     ("torch", "float32"),
     ("torch", "float64"),
     ("jax._src.array", "_reconstruct_array"),  # (a JAX array from a NumPy one: sbx's random key)
+    ("torch._utils", "_rebuild_tensor_v2"),  # (a tensor from its storage: sb3-contrib 1.x's ARS weights)
 }
 
 
@@ -56,12 +64,39 @@ SAFE_GLOBALS = {
 STAND_INS = {("rl_zoo3.utils", "SimpleLinearSchedule"): ("rlexp.build.schedules", "LinearSchedule")}
 
 
+def _storage_from_bytes(data: bytes) -> Any:
+    """torch's ``storage._load_from_bytes`` with torch's own data-only loader (it runs torch.load unrestricted)."""
+    import torch
+
+    return torch.load(io.BytesIO(data), weights_only=True)
+
+
+# names a pickle of an older library names -> what reads it as data only here
+READERS: dict[tuple[str, str], Any] = {**GYM_SPACES, ("torch.storage", "_load_from_bytes"): _storage_from_bytes}
+# what cloudpickle (1.x, 2.x) names to rebuild a function: an entry whose pickle names these is code, and
+# one that names anything else besides is refused
+FUNCTION_PARTS = {
+    *(
+        (module, name)
+        for module in ("cloudpickle.cloudpickle", "cloudpickle.cloudpickle_fast")
+        for name in (
+            "_builtin_type", "_make_cell", "_make_empty_cell", "_make_function", "_function_setstate",
+            "_make_skel_func", "_fill_function",
+        )
+    ),
+    ("builtins", "float"),
+    ("builtins", "int"),
+}  # fmt: skip
+
+
 class _Restricted(pickle.Unpickler):
     def __init__(self, data: bytes, trusted: set[str]) -> None:
         super().__init__(io.BytesIO(data))
         self.trusted = trusted
 
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in READERS:
+            return READERS[module, name]
         module, name = STAND_INS.get((module, name), (module, name))
         # a dotted name walks attributes (protocol 4): "np.f2py.subprocess.Popen" from an allowed module
         if "." in name or (module.startswith("_") and (module, name) not in SAFE_GLOBALS):
@@ -119,9 +154,68 @@ def restricted_loads(data: bytes, what: str, trust: Iterable[str] = ()) -> Any:
         raise ConfigError(f"{what}: unreadable pickle ({type(err).__name__}: {err})") from None
 
 
-def model_objects(zip_path: Path, trust: Iterable[str] = ()) -> dict[str, Any]:
+class _Stub:
+    """What the name-listing unpickler builds for every name: nothing of the pickle is imported or called."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _Stub:
+        return _Stub()
+
+    def __setstate__(self, state: Any) -> None:
+        pass
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+    def append(self, item: Any) -> None:
+        pass
+
+    def extend(self, items: Any) -> None:
+        pass
+
+
+class _Names(pickle.Unpickler):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(io.BytesIO(data))
+        self.names: list[tuple[str, str]] = []
+
+    def find_class(self, module: str, name: str) -> Any:
+        self.names.append((module, name))
+        return _Stub
+
+
+def pickled_names(data: bytes) -> list[tuple[str, str]]:
+    """The (module, name) of every callable a pickle names, read without importing or calling any."""
+    names = _Names(data)
+    try:
+        names.load()
+    except Exception as err:  # a damaged pickle (what it named so far is kept)
+        names.names.append(("", f"(unreadable: {type(err).__name__})"))
+    return names.names
+
+
+def _code_entry(blob: bytes, what: str) -> bool:
+    """Whether an entry is a pickled function (refused where it names more than cloudpickle's parts)."""
+    names = pickled_names(blob)
+    if not any(module.startswith("cloudpickle") for module, _ in names):
+        return False
+    other = next((f"{module}.{name}" for module, name in names if (module, name) not in FUNCTION_PARTS), None)
+    if other is not None:
+        raise ConfigError(
+            f"{what}: a pickled function that names {other}, which no saved schedule does: refused, nothing of it run"
+        )
+    return True
+
+
+def model_objects(
+    zip_path: Path, trust: Iterable[str] = (), rebuilt: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The objects SB3 pickles into a model zip's ``data`` (spaces, schedules, classes...), unpickled with
-    the allowed names only: SB3's ``load(custom_objects=...)`` takes them instead of unpickling its own."""
+    the allowed names only: SB3's ``load(custom_objects=...)`` takes them instead of unpickling its own.
+    An entry pickled as a function is never unpickled: its value is ``rebuilt``'s (from the run's config),
+    and without one the zip is refused."""
     try:
         with zipfile.ZipFile(zip_path) as archive:
             data = json.loads(archive.read("data"))
@@ -134,7 +228,20 @@ def model_objects(zip_path: Path, trust: Iterable[str] = ()) -> dict[str, Any]:
         }
     except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as err:  # (binascii.Error: ValueError)
         raise ConfigError(f"{zip_path}: not an SB3 model zip ({type(err).__name__}: {err})") from None
-    return {key: restricted_loads(blob, f"{zip_path} ({key})", trust) for key, blob in pickled.items()}
+    objects = {}
+    for key, blob in pickled.items():
+        what = f"{zip_path} ({key})"
+        if not _code_entry(blob, what):
+            objects[key] = restricted_loads(blob, what, trust)
+        elif rebuilt is not None and key in rebuilt:
+            objects[key] = rebuilt[key]
+        else:
+            known = ", ".join(sorted(rebuilt or ())) or "none without the run's config"
+            raise ConfigError(
+                f"{what}: a pickled function (code, saved by an older SB3), which rlexp never unpickles and cannot "
+                f"rebuild from the config (it rebuilds: {known}); not opened"
+            )
+    return objects
 
 
 def load_vecnormalize(path: Path, venv: Any, trust: Iterable[str] = ()) -> Any:

@@ -39,6 +39,7 @@ from rlexp.rundir.contract import CONFIG_FILE as RLEXP_CONFIG_FILE
 from rlexp.rundir.record import ABSENT, RunRecord
 from rlexp.rundir.trust import check_trusted
 from rlexp.zoo.format import ALGOS, WRAPPER_NAMES, rlexp_values, yaml_value
+from rlexp.zoo.moves import moved_env
 
 ARGS_FILE, CONFIG_FILE = "args.yml", "config.yml"
 BEST_ZIP = "best_model.zip"
@@ -277,6 +278,47 @@ def zoo_summary(run: ZooRun) -> RunRecord:
     return record
 
 
+def _move_env(raw: dict[str, Any], model: Path, stats: Path | None, trust: Iterable[str]) -> str | None:
+    """Where the agent's env id no longer builds, ``raw`` (a zoo_config_dict) gets the env it plays instead
+    (rlexp.zoo.moves), with that env's family and rlexp's own wrappers; returns the line that says so."""
+    env = raw["env"]
+    if ":" in env["id"]:  # (a package's env: built as it is)
+        return None
+    variance = None
+    if stats is not None:
+        from rlexp.rundir.pickles import restricted_loads
+
+        rms = getattr(restricted_loads(stats.read_bytes(), str(stats), trust), "obs_rms", None)
+        variance = getattr(rms, "var", None)  # (a dict of them for dict observations: not read)
+    move = moved_env(env["id"], dict(env["kwargs"]), _observed_shape(model, trust), variance)
+    if move is None:
+        return None
+    family = family_of(move.env_id)
+    env.update(id=move.env_id, kwargs=move.kwargs, family=family.name if family else None)
+    own = {k: v for k, v in preset_wrappers(move.env_id).items() if str(v.get("_target_", "")).startswith("rlexp.")}
+    env["wrappers"] = {**env.get("wrappers", {}), **own, **move.wrappers}
+    return move.line
+
+
+def _observed_shape(zip_path: Path, trust: Iterable[str]) -> tuple[int, ...] | None:
+    """The shape of the agent's observations (a Box's; None otherwise), its space read with the allow-list."""
+    import base64
+    import json
+    import zipfile
+
+    from gymnasium import spaces
+
+    from rlexp.rundir.pickles import restricted_loads
+
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            blob = json.loads(archive.read("data"))["observation_space"][":serialized:"]
+    except Exception:  # (not a model zip: loading it says why)
+        return None
+    space = restricted_loads(base64.b64decode(blob), f"{zip_path} (observation_space)", trust)
+    return tuple(space.shape) if isinstance(space, spaces.Box) else None
+
+
 def _num_timesteps(zip_path: Path) -> int | None:
     """The agent's training steps, from the JSON of its zip (no pickle opened)."""
     import json
@@ -308,6 +350,9 @@ def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> Save
     from_args = {"env": {"id": raw["env"]["id"], "kwargs": raw["env"]["kwargs"]}}
     check_trusted(from_args, zoo.folder, trust, source=zoo.files_dir / ARGS_FILE)
     check_trusted(raw, zoo.folder, trust, source=zoo.files_dir / CONFIG_FILE)
+    line = _move_env(raw, model, stats, trust)
+    if line:
+        print(f"rlexp: {line}", flush=True)
     cfg = zoo_config(zoo, raw)
     if cfg.env.normalize and stats is None:
         raise ConfigError(f"{zoo.files_dir}: no {VECNORMALIZE_FILE}, though the zoo's config normalizes")

@@ -1,0 +1,79 @@
+"""The env an RL Zoo agent plays where its id no longer builds (mujoco-py's ``-v3``, ``LunarLander-v2``,
+``Pendulum-v0``, ``FetchReach-v1``, ``PandaReach-v1``): the env preset that ``replaces:`` it (conf/env), or, where
+only ``-v4`` gives the agent's observations, that. The move is said in one line; the spaces are checked again
+against the agent's before a step is played (rlexp.build.load.check_spaces)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlexp.config.env_routing import preset_index
+
+
+@dataclass(frozen=True)
+class ShapeMove:
+    """Agents of an old id observing ``dims`` values play ``env_id`` with ``kwargs`` (``-v5`` gives other
+    shapes); values ``forces`` on are the bodies' contact forces."""
+
+    env_id: str
+    dims: int
+    forces: int
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+# mujoco-py's Ant-v3 and Humanoid-v3 observed the bodies' contact forces (cfrc_ext, with the world body's):
+# -v5 leaves the world body out (Ant 105, Humanoid 348 values), -v4 keeps them
+SHAPE_MOVES = {
+    **dict.fromkeys(("Ant-v2", "Ant-v3"), ShapeMove("Ant-v4", 111, 27, {"use_contact_forces": True})),
+    **dict.fromkeys(("Humanoid-v2", "Humanoid-v3"), ShapeMove("Humanoid-v4", 376, 292)),
+}
+# a normalized value whose variance stayed below this in training was constant
+CONSTANT_VARIANCE = 1e-6
+ZEROED = "rlexp.build.wrappers.ZeroedObservations"
+
+
+@dataclass(frozen=True)
+class Move:
+    env_id: str
+    kwargs: dict[str, Any]
+    line: str
+    wrappers: dict[str, Any] = field(default_factory=dict)
+
+
+def moved_env(old: str, kwargs: dict[str, Any], observed: tuple[int, ...] | None, variance: Any = None) -> Move | None:
+    """Where the zoo's ``old`` id no longer builds, the env the agent plays instead (None: it builds as it is).
+    ``observed``: the shape of the agent's observations (a Box's), where known; ``variance``: its
+    VecNormalize statistics' variance of each observed value, where it normalized."""
+    preset = preset_index().get(old)
+    if preset is None or preset.how != "replaced":
+        return None
+    by_shape = SHAPE_MOVES.get(old)
+    # (a time feature, RL Zoo's TimeFeatureWrapper, adds one value after the env's)
+    if by_shape is None or observed is None or observed[:1] not in ((by_shape.dims,), (by_shape.dims + 1,)):
+        return Move(
+            preset.env_id,
+            {**dict(preset.kwargs), **kwargs},
+            f"{old} (the agent's env) no longer builds with Gymnasium 1.4 and its packages: playing "
+            f"{preset.env_id} (env={preset.name})",
+        )
+    given = "".join(f" with {k}={v}" for k, v in by_shape.kwargs.items())
+    line = (
+        f"{old} (the agent's env) no longer builds: playing {by_shape.env_id}{given}, which alone gives its "
+        f"{by_shape.dims} observations ({preset.env_id} other ones)"
+    )
+    forces = f"values {by_shape.forces}-{by_shape.dims - 1}"
+    if variance is not None and max(variance[by_shape.forces : by_shape.dims]) < CONSTANT_VARIANCE:
+        return Move(
+            by_shape.env_id,
+            {**kwargs, **by_shape.kwargs},
+            f"{line}; its contact forces ({forces}) were 0 throughout training (mujoco-py >= 2: variance 0 in its "
+            "vecnormalize.pkl), and are played as 0",
+            {"zeroed_contact_forces": {"_target_": ZEROED, "first": by_shape.forces, "stop": by_shape.dims}},
+        )
+    seen = (
+        "the agent saw them in training (variance > 0 in its vecnormalize.pkl)"
+        if variance is not None
+        else ("whether it saw them in training is unknown (no vecnormalize.pkl)")
+    )
+    return Move(by_shape.env_id, {**kwargs, **by_shape.kwargs}, f"{line}; contact forces ({forces}): {seen}")
