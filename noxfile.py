@@ -109,6 +109,14 @@ def zoo_import(session: nox.Session) -> None:
     session.run("python", "tools/zoo_import.py")
 
 
+@nox.session(name="zoo-benchmark")
+def zoo_benchmark(session: nox.Session) -> None:
+    """Rewrites src/rlexp/data/zoo_benchmark.csv from RL Zoo's benchmark.md, the path given: -- PATH [--commit HASH]
+    (its checkout's HEAD by default)."""
+    _install(session)  # (rlexp itself: the zoo's algo names, the csv's columns)
+    session.run("python", "tools/zoo_benchmark.py", *session.posargs)
+
+
 @nox.session(name="benchmark-families")
 def benchmark_families(session: nox.Session) -> None:
     """One short run per env family with the zoo's values, against the random policy (learning evidence)."""

@@ -26,7 +26,7 @@ zoo's values for those keys, so that the rest is shown identical.
 
 Each pair's row: ``identical`` (max |difference| 0.0), ``differs`` (the size), ``departure`` (the tuned
 file's reason, and the size), or ``cannot run here`` (why). The rows go to benchmarks/zoo_parity.json,
-which the docs' parity page (docs/hooks/zoo_parity_page.py) and README's summary line are made from.
+which the docs' parity page (docs/hooks/benchmark_pages.py) and README's summary line are made from.
 
     python benchmarks/zoo_parity.py                      # every pair that installs here (~1 h on 2 cores)
     python benchmarks/zoo_parity.py --pair ppo_cartpole --pair sac_pendulum

@@ -9,6 +9,8 @@ import importlib.util
 import json
 import os
 import pickle
+import re
+import shlex
 import shutil
 import sys
 import types
@@ -16,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import rlexp_cli, stderr_lines
+from conftest import console_shape, docs_line, rlexp_cli, stderr_lines
 from tampered import Payload, tampered_zip
 
 from rlexp.rundir.pickles import pickled_names, restricted_loads
 
 AGENTS = Path(__file__).parent / "published_agents"
+GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "evaluate-and-report.md"
 
 
 def _copy(tmp_path: Path, folder: str) -> Path:
@@ -77,9 +80,22 @@ def test_ants_contact_forces_are_said_as_its_statistics_show(tmp_path: Path) -> 
     result = rlexp_cli(["evaluate", str(run), "--episodes", "1"], tmp_path)
     assert (
         "rlexp: Ant-v3 (the agent's env) no longer builds: playing Ant-v4 with use_contact_forces=True, which alone "
-        "gives its 111 observations (Ant-v5 other ones); its contact forces (values 27-110) were 0 throughout "
+        "gives its 111 observations (Ant-v5 leaves out the world body's); its contact forces (values 27-110) were 0 throughout "
         "training (mujoco-py >= 2: variance 0 in its vecnormalize.pkl), and are played as 0"
     ) in result.stdout.splitlines(), result.stdout + result.stderr
+
+
+def test_the_guide_s_example_prints_as_shown(tmp_path: Path) -> None:
+    """The evaluate guide's published agent, run on these fixtures as the guide runs it on a checkout."""
+    found = re.search(
+        r"```bash\n(rlexp evaluate rl-trained-agents/[^\n]+)\n```\n\n```text\n(.*?)\n```", GUIDE.read_text(), re.S
+    )
+    assert found, "the guide's published agent example"
+    command, shown = found.groups()
+    shutil.copytree(AGENTS, tmp_path / "rl-trained-agents")
+    result = rlexp_cli(shlex.split(command)[1:], tmp_path)
+    printed = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert [console_shape(line) for line in shown.splitlines()] == [console_shape(line) for line in printed], printed
 
 
 def test_export_video_and_report_of_a_published_agent(tmp_path: Path) -> None:
@@ -113,8 +129,9 @@ def _lambda_pickle(marker: Path, through_module: bool) -> bytes:
     cloudpickle's parts: code that runs only when called)."""
     import cloudpickle
 
+    command = f"touch {marker}"
     if through_module:
-        return cloudpickle.dumps(lambda progress: os.system(f"touch {marker}"))
+        return cloudpickle.dumps(lambda progress: os.system(command))
     return cloudpickle.dumps(eval(f"lambda progress: __import__('os').system('touch {marker}')"))
 
 
@@ -132,6 +149,9 @@ def test_a_tampered_published_agent_is_refused_in_one_line_and_runs_nothing(tmp_
         assert result.returncode == 1 and not marker.exists(), result.stdout + result.stderr
         (line,) = stderr_lines(result)
         assert line.startswith(f"rlexp evaluate: error: {run / 'CartPole-v1.zip'} ({key}): ") and said in line, line
+        if key == "learning_rate":  # (as the security guide shows it)
+            shown = docs_line("guides/security.md", "    rlexp evaluate: error: rl-trained-agents/ppo/").strip()
+            assert console_shape(line.replace(str(tmp_path / key) + "/", "rl-trained-agents/")) == console_shape(shown)
     # its VecNormalize statistics
     run = _copy(tmp_path / "vecnormalize", "ars/Ant-v3_1")
     (run / "Ant-v3" / "vecnormalize.pkl").write_bytes(pickle.dumps(Payload(marker)))

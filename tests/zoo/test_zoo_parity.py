@@ -68,7 +68,7 @@ def test_rlexp_trains_the_zoo_s_agent(pair: str, cases: dict[str, zoo_parity.Cas
 
 def test_the_table_covers_every_pair_and_readme_says_what_it_measured() -> None:
     """benchmarks/zoo_parity.json holds a row of every tuned pair, each identical or with its reason and size;
-    README's line and the docs page are made from it (docs/hooks/zoo_parity_page.py)."""
+    README's line and the docs page are made from it (docs/hooks/benchmark_pages.py)."""
     record = json.loads(zoo_parity.RESULTS.read_text())
     assert set(record["pairs"]) == {p.file for p in tuned_pairs()}
     verdicts = {"identical", "differs", "departure", "cannot run here", "not run"}

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # SB3, torch and pandas load when used
     from stable_baselines3.common.base_class import BaseAlgorithm
 
 # report.json's tables: one row per group, per aggregate over envs, per comparison of two groups, per run
-REPORT_TABLES = ("groups", "aggregate", "comparisons", "reference_verdicts", "runs")
+REPORT_TABLES = ("groups", "aggregate", "comparisons", "reference_verdicts", "zoo_published", "runs")
 
 
 class Run:
@@ -65,7 +65,7 @@ class Run:
         """The agent ``which`` (final, best or step_<N>), its env the run's eval env with the agent's
         VecNormalize statistics, frozen: ``env = model.get_env(); model.predict(env.reset())``."""
         from rlexp.build.envs import build_vec_env
-        from rlexp.build.load import load_agent
+        from rlexp.loading.agent import load_agent
         from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
         agent = open_agent(str(self.dir), which, self.trust)
@@ -107,7 +107,8 @@ def report(paths: Sequence[str | Path], **options: Any) -> dict[str, pd.DataFram
     baseline=None, reference=False, out=None, reps=50000, ci=0.95, seed=0, format="png"); writes the report's dir as
     the command does and returns its tables as pandas DataFrames: groups (per group and env: IQM, mean...,
     each with its CI as <name>_low and <name>_high), aggregate (over envs), comparisons (pairs of groups: difference, p-value, power),
-    reference_verdicts (with reference=True: each group against its reference) and runs (one row per run,
+    reference_verdicts (with reference=True: each group against its reference), zoo_published (with
+    reference=True: RL Zoo's published score beside each group of a tuned pair without one) and runs (one row per run,
     its group and score). Needs pandas: pip install 'rlexp[pandas]'."""
     try:
         import pandas as pd

@@ -45,7 +45,7 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
     from stable_baselines3.common.evaluation import evaluate_policy
 
     from rlexp.build.envs import build_vec_env, closed_at_end
-    from rlexp.build.load import load_agent
+    from rlexp.loading.agent import load_agent
 
     out = Episodes()
 

@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"rlexp report: left out {row['run_dir']}: {row['left_out']}")
     left = f", {counts['left_out']} left out (listed in report.md)" if counts["left_out"] else ""
     print(f"rlexp report: {counts['used']} runs in {counts['groups']} group{'s' * (counts['groups'] != 1)}{left}")
-    from rlexp.reporting.make import aggregate_lines, reference_lines
+    from rlexp.reporting.make import aggregate_lines
 
     for line in aggregate_lines(report):
         print(f"  {line}")
@@ -106,6 +106,28 @@ def main(args: argparse.Namespace) -> int:
         print(f"rlexp report: {what}: {env}: {why}")
     print(f"rlexp report: written to {out / 'report.md'}")
     return 0
+
+
+def reference_lines(report: dict[str, Any]) -> list[str]:
+    """One line per group compared with its reference: the verdict and the test that decided it; and one per
+    group shown beside RL Zoo's published score instead."""
+    from rlexp.stats.significance import ALPHA
+
+    lines = []
+    for r in report.get("reference_verdicts", []):
+        p = r["mann_whitney_p_holm"]
+        test = (
+            "a single run: no test"
+            if p is None
+            else f"Mann-Whitney U p = {r['mann_whitney_p']:.3g}, Holm {p:.3g}"
+            + (f" < {ALPHA}" if p < ALPHA else f" >= {ALPHA}")
+        )
+        lines.append(
+            f"{r['group']} on {r['env']}: {r['verdict']} against the {r['reference']} ({test}; IQM "
+            f"{r['iqm']:.1f} over {r['n']} seed{'s' * (r['n'] != 1)} vs {r['reference_iqm']:.1f} over "
+            f"{r['n_reference']})"
+        )
+    return lines + [r["line"] for r in report.get("zoo_published", [])]
 
 
 def make(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:

@@ -94,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool) -> Any:
     from rlexp.build.envs import build_vec_env, closed_at_end
-    from rlexp.build.load import load_agent
+    from rlexp.loading.agent import load_agent
 
     env_cfg = agent.cfg.env
     with closed_at_end(

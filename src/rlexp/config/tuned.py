@@ -16,13 +16,18 @@ from rlexp.config.validation import did_you_mean
 from rlexp.errors import ConfigError
 
 
+def shipped_tuned() -> list[str]:
+    """The tuned files that ship with rlexp (conf/tuned), whatever the search path holds beside them."""
+    return sorted(
+        p.name.removesuffix(".yaml") for p in (files("rlexp.conf") / "tuned").iterdir() if p.name.endswith(".yaml")
+    )
+
+
 def tuned_options() -> list[str]:
     """The tuned files on this command's config search path (hydra.searchpath included); the shipped
     ones outside a Hydra app."""
     if not HydraConfig.initialized():
-        return sorted(
-            p.name.removesuffix(".yaml") for p in (files("rlexp.conf") / "tuned").iterdir() if p.name.endswith(".yaml")
-        )
+        return shipped_tuned()
     names: set[str] = set()
     for source in HydraConfig.get().runtime.config_sources:
         try:

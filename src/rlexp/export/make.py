@@ -38,7 +38,6 @@ def export_agent(
     import json
 
     from rlexp.build.envs import build_vec_env, closed_at_end
-    from rlexp.build.load import load_agent
     from rlexp.export.formats import (
         FILES,
         RUNTIME_FILES,
@@ -51,6 +50,7 @@ def export_agent(
     from rlexp.export.graph import build_graph
     from rlexp.export.metadata import EXPORT_PACKAGES, policy_record
     from rlexp.export.parity import TOLERANCE, compare, failure, record
+    from rlexp.loading.agent import load_agent
     from rlexp.rundir.provenance import package_versions
 
     cfg = agent.cfg

@@ -45,9 +45,14 @@ def reference_dir() -> Path:
     return Path(str(files("rlexp.data"))) / "reference"
 
 
+def reference_path(name: str) -> Path:
+    """Where the reference of tuned file ``name`` ships (a pair has reference results when it is there)."""
+    return reference_dir() / f"{name}.json"
+
+
 def load_reference(name: str, path: Path | None = None) -> Reference | None:
     """The reference of a tuned file (None: there is none); a file that cannot be read is a one-line error."""
-    path = path or reference_dir() / f"{name}.json"
+    path = path or reference_path(name)
     if not path.is_file():
         return None
     try:

@@ -18,6 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
 from rlexp.references.files import MIN_SEEDS, Reference, load_reference
+from rlexp.references.zoo_benchmark import run_published
+from rlexp.rundir.record import ABSENT, _Absent
 from rlexp.stats.scores import confidence_interval, iqm
 
 # config keys that do not change what a run computes (threads, logging, where files go, what is drawn)
@@ -103,3 +105,12 @@ def run_verdict(cfg: DictConfig, final: float, steps: int) -> dict[str, Any] | N
         return verdict(reference, final, steps, changed_keys(config, reference.config))
     except ConfigError as err:
         return {"verdict": "unavailable", "line": f"no reference verdict: {err}"}
+
+
+def run_standing(
+    cfg: DictConfig, algo: str | None, final: float, steps: int
+) -> tuple[dict[str, Any] | _Absent, dict[str, Any] | _Absent]:
+    """What a completed run's record says of its score: its verdict (summary.json's ``reference``) and, for a
+    tuned pair without reference results, RL Zoo's published score beside it (``zoo_published``)."""
+    published = run_published(algo, cfg.env.id, cfg.tuned_file, final, steps)
+    return run_verdict(cfg, final, steps) or ABSENT, published or ABSENT

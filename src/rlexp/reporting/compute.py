@@ -44,6 +44,8 @@ class Settings:
     # (group, env, reference group): the groups compared with their reference, and why others are not
     references: list[tuple[str, str, str]] = field(default_factory=list)
     reference_notes: list[str] = field(default_factory=list)
+    # RL Zoo's published score of the groups of a tuned pair without a reference (shown, not compared)
+    zoo_published: list[dict[str, Any]] = field(default_factory=list)
 
     def target(self, env: str) -> float | None:
         return self.targets.get(env, self.targets.get("*"))
@@ -425,6 +427,7 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
         "aggregate": _aggregate_rows(c),
         "comparisons": _comparisons(c),
         "reference_verdicts": _reference_verdicts(c),
+        "zoo_published": s.zoo_published,
         "curves": _curves(c),
         # envs without curves, and why
         "uncurved": {env: why_no_grid([r for r in used if r.env == env]) for env in envs if grids.get(env) is None},

@@ -13,7 +13,6 @@ from rlexp.reporting.compute import Settings, compute
 from rlexp.reporting.metrics import Grid, Metric, common_grid, score_runs
 from rlexp.reporting.runs import Run, assign_groups, read_run, runs_in
 from rlexp.stats.aggregates import IQM, Scores
-from rlexp.stats.significance import ALPHA
 
 
 def find_runs(paths: list[Path]) -> list[Run]:
@@ -43,7 +42,7 @@ def collect(
     if settings is not None and settings.reference:
         from rlexp.reporting.reference_group import reference_runs
 
-        added, settings.references, settings.reference_notes = reference_runs(runs, metric)
+        added, settings.references, settings.reference_notes, settings.zoo_published = reference_runs(runs, metric)
         runs = [*runs, *added]
     grids = env_grids(runs)
     score_runs(runs, metric, grids)
@@ -93,23 +92,4 @@ def aggregate_lines(report: dict[str, Any], limit: int = 10) -> list[str]:
         )
     if len(report["groups"]) > limit:
         lines.append(f"... and {len(report['groups']) - limit} more (groups.csv)")
-    return lines
-
-
-def reference_lines(report: dict[str, Any]) -> list[str]:
-    """One line per group compared with its reference: the verdict and the test that decided it."""
-    lines = []
-    for r in report.get("reference_verdicts", []):
-        p = r["mann_whitney_p_holm"]
-        test = (
-            "a single run: no test"
-            if p is None
-            else f"Mann-Whitney U p = {r['mann_whitney_p']:.3g}, Holm {p:.3g}"
-            + (f" < {ALPHA}" if p < ALPHA else f" >= {ALPHA}")
-        )
-        lines.append(
-            f"{r['group']} on {r['env']}: {r['verdict']} against the {r['reference']} ({test}; IQM "
-            f"{r['iqm']:.1f} over {r['n']} seed{'s' * (r['n'] != 1)} vs {r['reference_iqm']:.1f} over "
-            f"{r['n_reference']})"
-        )
     return lines

@@ -1,12 +1,17 @@
 """The reference results as one more group of a report (``rlexp report --reference``): each group's runs
-compared with the reference of their tuned file on their env, its seeds scored as runs are."""
+compared with the reference of their tuned file on their env, its seeds scored as runs are. A group of a
+tuned pair without reference results gets RL Zoo's published score instead, shown and not compared."""
 
 from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 
 from rlexp.errors import ConfigError
-from rlexp.references.files import MIN_SEEDS, Reference, load_reference, reference_dir
+from rlexp.references.files import MIN_SEEDS, Reference, load_reference, reference_path
+from rlexp.references.zoo_benchmark import beside_reference
 from rlexp.reporting.metrics import Metric
 from rlexp.reporting.runs import Run
 from rlexp.rundir.contract import COMPLETED
@@ -49,13 +54,17 @@ def _comparable(reference: Reference, runs: list[Run], metric: Metric) -> str | 
     return None
 
 
-def reference_runs(runs: list[Run], metric: Metric) -> tuple[list[Run], list[tuple[str, str, str]], list[str]]:
+def reference_runs(
+    runs: list[Run], metric: Metric
+) -> tuple[list[Run], list[tuple[str, str, str]], list[str], list[dict[str, Any]]]:
     """The reference of each group's tuned file on its env, as runs of one more group each ("reference
     <tuned file>": its seeds' final evaluations and curves, scored by the report as any run), which groups
-    are compared with which, and a line for each group and env that has nothing to be compared with.
+    are compared with which, and a line for each group and env that has nothing to be compared with; for a
+    group of a tuned pair without a reference, RL Zoo's published score (rlexp.references.zoo_benchmark),
+    whose line is its note.
 
     Only ``--metric final`` (at the reference's budget) and ``at:STEP`` (a step on its curve) are what a
-    reference records. None compared at all is a one-line error."""
+    reference records. Nothing to show at all is a one-line error."""
     if metric.name not in ("final", "at"):
         raise ConfigError(
             f"--reference with --metric {metric.text()}: a reference records final evaluations and learning "
@@ -68,13 +77,20 @@ def reference_runs(runs: list[Run], metric: Metric) -> tuple[list[Run], list[tup
     added: dict[str, list[Run]] = {}
     pairs: list[tuple[str, str, str]] = []
     notes: list[str] = []
+    published: list[dict[str, Any]] = []
     for (group, env), cell in cells.items():
         tuned = {str(r.config.get("tuned_file") or "") for r in cell}
         name = tuned.pop() if len(tuned) == 1 else ""
         reference = load_reference(name) if name else None
         if reference is None or reference.env_id != env:
             what = f"tuned file {name}" if name else "no tuned file" if not tuned else "several tuned files"
-            notes.append(f"{group} on {env}: no reference ({what}; rlexp list shows the pairs that have one)")
+            algos = {r.algo for r in cell}
+            score = beside_reference(algos.pop(), env, name) if len(algos) == 1 else None
+            if score is None:
+                notes.append(f"{group} on {env}: no reference ({what}; rlexp list shows the pairs that have one)")
+                continue
+            notes.append(f"{group} on {env}: {score.text()} (no rlexp reference: shown, not compared)")
+            published.append({"group": group, "env": env, **asdict(score), "line": notes[-1]})
             continue
         why = _comparable(reference, cell, metric)
         if why is None and reference.finals.size < MIN_SEEDS:
@@ -85,11 +101,11 @@ def reference_runs(runs: list[Run], metric: Metric) -> tuple[list[Run], list[tup
         pairs.append((group, env, reference_group(name)))
         if name not in added:
             added[name] = [_as_run(reference, i) for i in range(reference.finals.size)]
-    if not pairs:
+    if not pairs and not published:
         raise ConfigError(
             "--reference: nothing to compare: " + "; ".join(notes[:3]) + ("; ..." if len(notes) > 3 else "")
         )
-    return [run for found in added.values() for run in found], pairs, notes
+    return [run for found in added.values() for run in found], pairs, notes, published
 
 
 def _as_run(reference: Reference, i: int) -> Run:
@@ -103,7 +119,7 @@ def _as_run(reference: Reference, i: int) -> Run:
         steps_done=reference.n_timesteps,
     )
     return Run(
-        dir=reference.path or reference_dir() / f"{reference.name}.json",
+        dir=reference.path or reference_path(reference.name),
         record=record,
         config=reference.config,
         group=reference_group(reference.name),

@@ -94,7 +94,7 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
     # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
     from rlexp.build.envs import check_env, probe_env, spec_threshold
     from rlexp.build.model import build_model, observation_warnings
-    from rlexp.build.trained_agent import check_trained_agent
+    from rlexp.loading.trained_agent import check_trained_agent
     from rlexp.monitor.solved import stop_threshold
 
     check_static(cfg, choices, overrides)

@@ -22,7 +22,6 @@ from rlexp.build.backends import is_sbx, jax_device
 from rlexp.build.callbacks import RunCallbacks, build_callbacks
 from rlexp.build.envs import build_eval_env, closed_at_end, run_envs, spec_threshold
 from rlexp.build.logger import run_logger
-from rlexp.build.run_agent import agent_for_run, normalization_for_run
 from rlexp.build.torch_settings import foreach_optimizers, unchecked_distributions
 from rlexp.config.overrides import as_override
 from rlexp.errors import Diverged
@@ -31,10 +30,11 @@ from rlexp.lifecycle import lock
 from rlexp.lifecycle.preemption import StopEvaluation, StopOnSignal, StopTraining
 from rlexp.lifecycle.resume import ResumePoint
 from rlexp.lifecycle.state import completed_run, config_difference
+from rlexp.loading.run_agent import agent_for_run, normalization_for_run
 from rlexp.monitor.evaluation import final_evaluation
 from rlexp.monitor.health import judge_final
 from rlexp.monitor.solved import stop_threshold
-from rlexp.references.verdict import run_verdict
+from rlexp.references.verdict import run_standing
 from rlexp.run.failure import diverged, record_failure
 from rlexp.run.library_warnings import recorded_warnings
 from rlexp.run.restore import restore_evaluation_state
@@ -162,7 +162,7 @@ def _train_and_evaluate(
             raise stopper.interrupted() from None
         record.final_eval = final
         judge_final(record.diagnostics, cfg.diagnostics, model.ep_info_buffer, final, record.random_baseline)
-        record.reference = run_verdict(cfg, final["mean"], int(model.num_timesteps)) or ABSENT
+        record.reference, record.zoo_published = run_standing(cfg, record.algo, final["mean"], int(model.num_timesteps))
 
 
 def _learn(

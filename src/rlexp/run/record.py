@@ -20,11 +20,11 @@ def new_record(
 
 
 def run_end_lines(record: RunRecord, run_dir: Path) -> list[str]:
-    """What the command prints when a run completes: its reference verdict, its warnings and diagnostics, then
-    where it is and how it scored."""
+    """What the command prints when a run completes: its reference verdict (or RL Zoo's published score
+    beside its own), its warnings and diagnostics, then where it is and how it scored."""
     final, best, baseline = record.final_eval, record.best_eval, record.random_baseline
     assert isinstance(final, dict)
-    lines = [f"rlexp: {record.reference['line']}"] if isinstance(record.reference, dict) else []
+    lines = [f"rlexp: {found['line']}" for found in (record.reference, record.zoo_published) if isinstance(found, dict)]
     if isinstance(record.stopped_early_at, int):
         lines.append(
             f"rlexp: stopped early at step {record.stopped_early_at:,} of {record.budget:,}: an evaluation reached "

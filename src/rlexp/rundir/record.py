@@ -96,6 +96,9 @@ class RunRecord:
     final_eval: Score | _Absent = ABSENT
     # where the final eval falls among the reference results of the tuned pair (rlexp.references.verdict)
     reference: dict[str, Any] | _Absent = ABSENT
+    # RL Zoo's published score for a tuned pair without reference results, beside the run's
+    # (rlexp.references.zoo_benchmark): no verdict
+    zoo_published: dict[str, Any] | _Absent = ABSENT
     checksums: dict[str, str] | _Absent = ABSENT  # the config's and the agents' files (rlexp.rundir.checksums)
     end_time: str | _Absent = ABSENT
     error: str | _Absent = ABSENT

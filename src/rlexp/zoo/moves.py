@@ -1,7 +1,7 @@
 """The env an RL Zoo agent plays where its id no longer builds (mujoco-py's ``-v3``, ``LunarLander-v2``,
 ``Pendulum-v0``, ``FetchReach-v1``, ``PandaReach-v1``): the env preset that ``replaces:`` it (conf/env), or, where
 only ``-v4`` gives the agent's observations, that. The move is said in one line; the spaces are checked again
-against the agent's before a step is played (rlexp.build.load.check_spaces)."""
+against the agent's before a step is played (rlexp.loading.spaces.check_spaces)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def moved_env(old: str, kwargs: dict[str, Any], observed: tuple[int, ...] | None
     given = "".join(f" with {k}={v}" for k, v in by_shape.kwargs.items())
     line = (
         f"{old} (the agent's env) no longer builds: playing {by_shape.env_id}{given}, which alone gives its "
-        f"{by_shape.dims} observations ({preset.env_id} other ones)"
+        f"{by_shape.dims} observations ({preset.env_id} leaves out the world body's)"
     )
     forces = f"values {by_shape.forces}-{by_shape.dims - 1}"
     if variance is not None and max(variance[by_shape.forces : by_shape.dims]) < CONSTANT_VARIANCE:

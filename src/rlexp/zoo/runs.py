@@ -123,7 +123,8 @@ def find_zoo_run(path: Path) -> ZooRun | None:
     found = [
         d.name for d in folder.iterdir() if d.is_dir() and (d / ARGS_FILE).is_file() and (d / CONFIG_FILE).is_file()
     ]
-    if len(found) != 1 or not folder.name.startswith(f"{found[0]}_"):
+    # (rl_zoo3.load_from_hub lays an agent out the same way; with --exp-id -1 in <algo>/ itself, its zip beside)
+    if len(found) != 1 or not (folder.name.startswith(f"{found[0]}_") or (folder / f"{found[0]}.zip").is_file()):
         return None
     return ZooRun(folder, found[0])
 
@@ -151,6 +152,8 @@ def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
     hyperparams = read_zoo_yaml(run.files_dir / CONFIG_FILE)
     try:
         return _config(run, args, hyperparams)
+    except ConfigError:
+        raise
     except (ValueError, TypeError, AttributeError, KeyError, IndexError, StopIteration, SyntaxError) as err:
         # (a value of another type or shape than the zoo writes)
         raise ConfigError(
@@ -160,6 +163,12 @@ def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
 
 def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> dict[str, Any]:
     zoo_algo = str(args.get("algo", ""))
+    if zoo_algo == "her":  # (RL Zoo 1.0-1.2: SB3 1.0's HER class, gone from SB3 1.1 on)
+        raise ConfigError(
+            f"{run.files_dir / ARGS_FILE}: algo her: an agent of SB3 1.0's HER class (around "
+            f"{hyperparams.get('model_class', '?')}, its dict observations flattened into one vector), which SB3 2 "
+            "cannot load and rlexp does not read yet; not opened"
+        )
     if zoo_algo not in ALGOS:
         raise ConfigError(
             f"{run.files_dir / ARGS_FILE}: algo {zoo_algo!r} is not one rlexp trains ({', '.join(ALGOS)})"

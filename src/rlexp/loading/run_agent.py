@@ -12,10 +12,11 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.build.backends import algo_class
 from rlexp.build.device import resolve_device
-from rlexp.build.load import aligned_spaces, checked_objects, load_replay_buffer
 from rlexp.build.model import build_model
-from rlexp.build.trained_agent import find_trained_agent, refuse_another_algo, trained_agent_stats
 from rlexp.errors import ConfigError
+from rlexp.loading.agent import checked_objects, load_replay_buffer
+from rlexp.loading.spaces import aligned_spaces
+from rlexp.loading.trained_agent import find_trained_agent, refuse_another_algo, trained_agent_stats
 from rlexp.rundir.contract import REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
 
 

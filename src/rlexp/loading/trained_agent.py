@@ -12,8 +12,9 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.build.backends import algo_class, algo_target, is_sbx
-from rlexp.build.load import aligned_spaces, checked_objects
 from rlexp.errors import ConfigError
+from rlexp.loading.agent import checked_objects
+from rlexp.loading.spaces import aligned_spaces
 from rlexp.rundir.agents import FINAL
 from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
 from rlexp.rundir.pickles import restricted_loads

@@ -1,0 +1,242 @@
+"""RL Zoo's published agents, opened and scored by rlexp: every agent folder of a checkout of DLR-RM/rl-trained-agents
+(the zoo's agents, the files of the sb3 organisation's Hugging Face models; MIT licence) against the zoo's
+``benchmark.md`` (rlexp.data/zoo_benchmark.csv).
+
+For each ``<algo>/<EnvId>_<n>/`` it opens the agent as ``rlexp evaluate`` does (rlexp.zoo.runs.open_agent: gym's
+spaces read as gymnasium's, schedules rebuilt from config.yml, a moved env id played as the env that replaces
+it), plays ``--episodes`` episodes from ``--seed`` as ``rlexp evaluate FOLDER --seed S --episodes N`` does, and
+writes a row: the env played (id and kwargs), the mean with its 95% bootstrap CI, the zoo's published mean and
+std, and "near" (within the published std of the published mean, or above it) or "far" with the reason measured
+(REASONS). A folder whose zip is not in the checkout (large-file storage: the Atari agents) or that cannot be
+opened is listed with the reason. With ``--zoo-python`` (a Python with rl_zoo3 2.9.2 and gym 0.26, e.g. a venv
+of its own: ``python -m venv --system-site-packages V && V/bin/pip install gym==0.26.2``) it also plays the zoo's
+own ``enjoy`` on the same seed, where the zoo can open the agent: the same returns, episode by episode.
+
+    python benchmarks/zoo_agents.py /path/to/rl-trained-agents                 # every folder (~25 min on 2 cores)
+    python benchmarks/zoo_agents.py CHECKOUT --algo ppo --env CartPole-v1 --no-save
+    nox -s zoo-agents -- /path/to/rl-trained-agents --zoo-python /path/to/venv/bin/python
+
+The rows go to benchmarks/zoo_agents.json, which the docs' "RL Zoo's published agents" page
+(docs/hooks/zoo_agents_page.py) and README's line are made from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "zoo_agents.json"
+LFS_POINTER = b"version https://git-lfs"
+# why an agent plays far from its published score, as measured (folder -> reason)
+REASONS: dict[str, str] = {}
+
+
+def folders(checkout: Path, algo: str | None, env: str | None) -> list[Path]:
+    """The agent folders of a checkout (``<algo>/<EnvId>_<n>``), in order."""
+    found = sorted(p for p in checkout.glob("*/*_[0-9]*") if p.is_dir() and re.fullmatch(r".+_\d+", p.name))
+    return [p for p in found if (algo in (None, p.parent.name)) and (env in (None, p.name.rsplit("_", 1)[0]))]
+
+
+def _absent(folder: Path) -> str | None:
+    """Why the folder's agent is not in this checkout (None when it is)."""
+    zip_path = folder / f"{folder.name.rsplit('_', 1)[0]}.zip"
+    if not zip_path.is_file():
+        return "its zip is not in this checkout (large-file storage)"
+    with open(zip_path, "rb") as f:
+        if f.read(len(LFS_POINTER)) == LFS_POINTER:
+            return "its zip is a large-file-storage pointer in this checkout"
+    return None
+
+
+def score(folder: Path, episodes: int, seed: int) -> dict[str, Any]:
+    """One folder's row: the agent opened and played as ``rlexp evaluate FOLDER --seed S --episodes N``."""
+    from rlexp.commands.evaluate import run_episodes
+    from rlexp.errors import ConfigError
+    from rlexp.references.zoo_benchmark import published
+    from rlexp.stats.scores import summarize
+    from rlexp.zoo.runs import open_agent
+
+    algo, zoo_env = folder.parent.name, folder.name.rsplit("_", 1)[0]
+    row: dict[str, Any] = {"folder": f"{algo}/{folder.name}", "algo": algo, "zoo_env": zoo_env}
+    bench = published(algo, zoo_env)
+    if bench is not None:
+        row["published"] = {"mean": bench.mean, "std": bench.std, "episodes": bench.eval_episodes}
+    absent = _absent(folder)
+    if absent:
+        return {**row, "verdict": "not in checkout", "why": absent}
+    said = io.StringIO()
+    start = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(said):
+            agent = open_agent(str(folder))
+            played = run_episodes(agent, episodes, seed, agent.deterministic(False), agent.eval_envs(episodes))
+    except ConfigError as err:
+        return {**row, "verdict": "not opened", "why": str(err).replace(str(folder.parent.parent) + "/", "")}
+    env = agent.cfg.env
+    kwargs = {k: v for k, v in dict(env.kwargs).items() if v is not None}
+    row["played"] = env.id + "".join(f" {k}={v}" for k, v in kwargs.items())
+    moved = [line.removeprefix("rlexp: ") for line in said.getvalue().splitlines() if "no longer builds" in line]
+    if moved:
+        row["moved"] = moved[0]
+    stats = summarize(played.returns, played.successes or None, seed=seed)
+    row.update(
+        episodes=episodes,
+        seed=seed,
+        mean=stats["mean"],
+        ci95=stats["ci95_mean"],
+        returns=played.returns,
+        lengths=played.lengths,
+        seconds=round(time.perf_counter() - start, 1),
+    )
+    if bench is None:
+        row["verdict"] = "no published score"
+    else:
+        row["verdict"] = "near" if stats["mean"] >= bench.mean - bench.std else "far"
+    if row["folder"] in REASONS:
+        row["why"] = REASONS[row["folder"]]
+    return row
+
+
+def enjoy(folder: Path, row: dict[str, Any], python: str) -> dict[str, Any]:
+    """The zoo's own enjoy on the same agent, seed and steps: its returns, or why it cannot open the agent."""
+    steps = sum(row["lengths"])
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = Path(tmp) / "logs" / row["algo"]
+        logs.mkdir(parents=True)
+        (logs / folder.name).symlink_to(folder.resolve())
+        command = [python, "-m", "rl_zoo3.enjoy", "--algo", row["algo"], "--env", row["zoo_env"], "-f", "logs",
+                   "--exp-id", folder.name.rsplit("_", 1)[1], "-n", str(steps), "--seed", str(row["seed"]),
+                   "--no-render", "--num-threads", "1"]  # fmt: skip
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        done = subprocess.run(command, cwd=tmp, capture_output=True, text=True, timeout=1800, env=env)
+    returns = [float(v) for v in re.findall(r"^Episode Reward: (\S+)$", done.stdout, re.M)][: row["episodes"]]
+    if done.returncode != 0 or not returns:
+        last = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        return {"opened": False, "why": (last[-1] if last else f"exit {done.returncode}")[:200]}
+    same = len(returns) == len(row["returns"]) and all(
+        abs(a - b) <= 0.01
+        for a, b in zip(returns, row["returns"], strict=True)  # (enjoy prints 2 decimals)
+    )
+    return {"opened": True, "mean": sum(returns) / len(returns), "episodes": len(returns), "same_returns": same}
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """README's line and the page's first sentence."""
+    present = [r for r in rows if r["verdict"] != "not in checkout"]
+    opened = [r for r in present if "mean" in r]
+    near = sum(r["verdict"] == "near" for r in opened)
+    scored = sum(r["verdict"] in ("near", "far") for r in opened)
+    return (
+        f"{len(opened)} of the {len(present)} agents whose files a checkout holds open in rlexp without gym; "
+        f"{near} of the {scored} with a published score play near it"
+    )
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def page(record: dict[str, Any]) -> str:
+    """docs/reference/zoo-agents.md (made at every site build from benchmarks/zoo_agents.json)."""
+    rows = record["rows"]
+    out = [
+        "# RL Zoo's published agents",
+        "",
+        f"**{summary(rows)}.** The agents are those of DLR-RM/rl-trained-agents (the files of the `sb3` "
+        "organisation's Hugging Face models, which `rl_zoo3.load_from_hub` downloads), most of them saved by "
+        "Stable-Baselines3 1.x with gym 0.19-0.21 under Python 3.7. rlexp reads gym's spaces as gymnasium's, "
+        "never unpickles their schedules (it rebuilds them from the folder's `config.yml`) and plays an env id "
+        "that no longer builds as the env that replaces it, saying so; see "
+        "[Opening someone else's run](../guides/security.md).",
+        "",
+        f"Each agent plays {record['episodes']} episodes from seed {record['seed']}, as "
+        f"`rlexp evaluate FOLDER --seed {record['seed']} --episodes {record['episodes']}` plays them; "
+        "*near* means within the published std of the published mean, or above it. The published score is "
+        "the zoo's `benchmark.md` (one agent, about 150,000 steps of evaluation). The zoo's own `enjoy` "
+        "(rl_zoo3 2.9.2 with gym 0.26 installed beside gymnasium, in a venv of its own) plays the same seed "
+        "where it can open the agent. Generated from `benchmarks/zoo_agents.json` "
+        f"(checkout {record['checkout_commit']}), written by `nox -s zoo-agents -- CHECKOUT` "
+        "(`benchmarks/zoo_agents.py`).",
+        "",
+        "| agent | env played | rlexp: mean [95% CI] | published: mean +/- std | verdict | zoo's enjoy |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        pub = r.get("published")
+        published_text = f"{pub['mean']:.1f} +/- {pub['std']:.1f}" if pub else "-"
+        ours = f"{r['mean']:.1f} [{r['ci95'][0]:.1f}, {r['ci95'][1]:.1f}]" if "mean" in r and r["ci95"] else "-"
+        if "mean" in r and not r["ci95"]:
+            ours = f"{r['mean']:.1f}"
+        zoo = r.get("enjoy")
+        if zoo is None:
+            zoo_text = "-"
+        elif zoo["opened"]:
+            zoo_text = f"{zoo['mean']:.1f}" + (", the same returns" if zoo["same_returns"] else ", other returns")
+        else:
+            zoo_text = "cannot open it"
+        verdict = r["verdict"] + (f": {r['why']}" if r.get("why") else "")
+        played = r.get("played", "-")
+        out.append(
+            f"| {r['folder']} | {_cell(played)} | {ours} | {published_text} | {_cell(verdict)} | {_cell(zoo_text)} |"
+        )
+    moves = sorted({r["moved"] for r in rows if r.get("moved")})
+    if moves:
+        out += ["", "## Env ids that moved", "", "What `rlexp evaluate` says, once per agent, where the agent's env "
+                "id no longer builds:", ""] + [f"- {line}" for line in moves]  # fmt: skip
+    cannot = sorted({r["enjoy"]["why"] for r in rows if r.get("enjoy") and not r["enjoy"]["opened"]})
+    if cannot:
+        out += ["", "## Where the zoo's own enjoy cannot open an agent", ""] + [f"- `{why}`" for why in cannot]
+    return "\n".join([*out, ""])
+
+
+def _commit(checkout: Path, given: str | None) -> str:
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else (given or "(not a git checkout)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkout", type=Path, help="a checkout of DLR-RM/rl-trained-agents")
+    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--algo", help="only this algorithm's folders")
+    parser.add_argument("--env", help="only this env id's folders (the zoo's id)")
+    parser.add_argument("--zoo-python", help="a Python with rl_zoo3 2.9.2 and gym 0.26: also play the zoo's enjoy")
+    parser.add_argument("--commit", help="the repository's commit, where the checkout is not a git work tree")
+    parser.add_argument("--no-save", action="store_true", help=f"print the rows, leave {RESULTS.name} as it is")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    rows = []
+    for folder in folders(args.checkout, args.algo, args.env):
+        row = score(folder, args.episodes, args.seed)
+        if args.zoo_python and "returns" in row:
+            row["enjoy"] = enjoy(folder, row, args.zoo_python)
+        rows.append(row)
+        shown = {k: v for k, v in row.items() if k not in ("returns", "lengths")}
+        print(json.dumps(shown), flush=True)
+    record = {"checkout_commit": _commit(args.checkout, args.commit), "episodes": args.episodes, "seed": args.seed}
+    if args.no_save:
+        return
+    if RESULTS.is_file() and (args.algo or args.env):  # a part: the other rows stay
+        old = json.loads(RESULTS.read_text())
+        done = {r["folder"] for r in rows}
+        rows = sorted([*(r for r in old["rows"] if r["folder"] not in done), *rows], key=lambda r: r["folder"])
+    RESULTS.write_text(json.dumps({**record, "rows": rows}, indent=1) + "\n")
+    print(summary(rows))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
