@@ -117,6 +117,14 @@ def zoo_benchmark(session: nox.Session) -> None:
     session.run("python", "tools/zoo_benchmark.py", *session.posargs)
 
 
+@nox.session(name="zoo-agents")
+def zoo_agents(session: nox.Session) -> None:
+    """RL Zoo's published agents opened and scored against its benchmark.md (benchmarks/zoo_agents.json, the docs'
+    page): -- CHECKOUT [--zoo-python PY] [--jobs 2], CHECKOUT a checkout of DLR-RM/rl-trained-agents."""
+    _install(session)  # (every env family but robotics: the dev extra)
+    session.run("python", "benchmarks/zoo_agents.py", *session.posargs)
+
+
 @nox.session(name="benchmark-families")
 def benchmark_families(session: nox.Session) -> None:
     """One short run per env family with the zoo's values, against the random policy (learning evidence)."""

@@ -12,7 +12,7 @@ opened is listed with the reason. With ``--zoo-python`` (a Python with rl_zoo3 2
 of its own: ``python -m venv --system-site-packages V && V/bin/pip install gym==0.26.2``) it also plays the zoo's
 own ``enjoy`` on the same seed, where the zoo can open the agent: the same returns, episode by episode.
 
-    python benchmarks/zoo_agents.py /path/to/rl-trained-agents                 # every folder (~25 min on 2 cores)
+    python benchmarks/zoo_agents.py /path/to/rl-trained-agents --jobs 2        # every folder
     python benchmarks/zoo_agents.py CHECKOUT --algo ppo --env CartPole-v1 --no-save
     nox -s zoo-agents -- /path/to/rl-trained-agents --zoo-python /path/to/venv/bin/python
 
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,17 @@ def enjoy(folder: Path, row: dict[str, Any], python: str) -> dict[str, Any]:
     return {"opened": True, "mean": sum(returns) / len(returns), "episodes": len(returns), "same_returns": same}
 
 
+def _row(folder: Path, episodes: int, seed: int, zoo_python: str | None) -> dict[str, Any]:
+    """A folder's row, in a worker process of one torch thread."""
+    import torch
+
+    torch.set_num_threads(1)
+    row = score(folder, episodes, seed)
+    if zoo_python and "returns" in row:
+        row["enjoy"] = enjoy(folder, row, zoo_python)
+    return row
+
+
 def summary(rows: list[dict[str, Any]]) -> str:
     """README's line and the page's first sentence."""
     present = [r for r in rows if r["verdict"] != "not in checkout"]
@@ -215,18 +227,16 @@ def main() -> None:
     parser.add_argument("--zoo-python", help="a Python with rl_zoo3 2.9.2 and gym 0.26: also play the zoo's enjoy")
     parser.add_argument("--commit", help="the repository's commit, where the checkout is not a git work tree")
     parser.add_argument("--no-save", action="store_true", help=f"print the rows, leave {RESULTS.name} as it is")
+    parser.add_argument("--jobs", type=int, default=1, help="folders played side by side (one torch thread each)")
     args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(1)
+    todo = folders(args.checkout, args.algo, args.env)
     rows = []
-    for folder in folders(args.checkout, args.algo, args.env):
-        row = score(folder, args.episodes, args.seed)
-        if args.zoo_python and "returns" in row:
-            row["enjoy"] = enjoy(folder, row, args.zoo_python)
-        rows.append(row)
-        shown = {k: v for k, v in row.items() if k not in ("returns", "lengths")}
-        print(json.dumps(shown), flush=True)
+    with ProcessPoolExecutor(args.jobs) as pool:
+        n = len(todo)
+        for row in pool.map(_row, todo, [args.episodes] * n, [args.seed] * n, [args.zoo_python] * n):
+            rows.append(row)
+            shown = {k: v for k, v in row.items() if k not in ("returns", "lengths")}
+            print(json.dumps(shown), flush=True)
     record = {"checkout_commit": _commit(args.checkout, args.commit), "episodes": args.episodes, "seed": args.seed}
     if args.no_save:
         return

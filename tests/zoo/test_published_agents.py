@@ -98,6 +98,17 @@ def test_the_guide_s_example_prints_as_shown(tmp_path: Path) -> None:
     assert [console_shape(line) for line in shown.splitlines()] == [console_shape(line) for line in printed], printed
 
 
+def test_a_folder_laid_out_by_load_from_hub_opens(tmp_path: Path) -> None:
+    """rl_zoo3.load_from_hub lays a downloaded agent out as the zoo's log folders (with env_kwargs.yml); with
+    --exp-id -1, in the algorithm's folder itself."""
+    hub = tmp_path / "hub" / "ppo"
+    shutil.copytree(AGENTS / "ppo/CartPole-v1_1", hub)
+    (hub / "CartPole-v1" / "env_kwargs.yml").write_text("{}\n")
+    result = rlexp_cli(["evaluate", str(hub), "--seed", "0", "--episodes", "2"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads((hub / "eval" / "final_seed0_n2.json").read_text())["mean"] == 500.0
+
+
 def test_export_video_and_report_of_a_published_agent(tmp_path: Path) -> None:
     run = _copy(tmp_path, "ppo/CartPole-v1_1")
     exported = rlexp_cli(["export", str(run)], tmp_path)
@@ -121,6 +132,15 @@ def test_training_continues_from_a_published_agent(tmp_path: Path) -> None:
     assert "the agent's observation space has other bounds than the env's" in result.stdout + result.stderr
     record = json.loads((tmp_path / "outputs" / "ppo-cartpole" / "latest" / "summary.json").read_text())
     assert record["status"] == "completed" and record["steps_done"] > 100_000  # (the agent's steps, then these)
+
+
+def test_training_continues_from_an_sb3_0_agent(tmp_path: Path) -> None:
+    """SB3 0.x counted SAC's rollouts in episodes (``train_freq=-1, n_episodes_rollout=1``): trained on as that."""
+    run = _copy(tmp_path, "sac/Pendulum-v1_1")
+    result = rlexp_cli(["algo=sac", "env=pendulum", f"trained_agent={run}", "n_timesteps=200"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    record = json.loads((tmp_path / "outputs" / "sac-pendulum" / "latest" / "summary.json").read_text())
+    assert record["status"] == "completed" and record["steps_done"] == 20_200
 
 
 def _lambda_pickle(marker: Path, through_module: bool) -> bytes:

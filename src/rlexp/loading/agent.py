@@ -69,7 +69,23 @@ def checked_objects(cfg: DictConfig, zip_path: Path, trust: Iterable[str] = ()) 
                 "the zip: open it only if you trust the run's author, with --trust sbx (or RLEXP_TRUST=sbx)"
             )
         return None
-    return model_objects(zip_path, trust, rebuilt_entries(cfg))
+    return {**model_objects(zip_path, trust, rebuilt_entries(cfg)), **_before_sb3_1(zip_path)}
+
+
+def _before_sb3_1(zip_path: Path) -> dict[str, Any]:
+    """SB3 0.x's off-policy rollouts, in SB3 2's terms: ``train_freq=-1`` with ``n_episodes_rollout=N`` was
+    N episodes between updates (RL Zoo's SAC Pendulum-v1 agent), which SB3 2 reads as a frequency of -1 steps."""
+    import json
+    import zipfile
+
+    from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
+
+    with zipfile.ZipFile(zip_path) as archive:  # (read once already: model_objects)
+        data = json.loads(archive.read("data"))
+    freq, episodes = data.get("train_freq"), data.get("n_episodes_rollout")
+    if isinstance(freq, int) and freq <= 0 and isinstance(episodes, int) and episodes > 0:
+        return {"train_freq": TrainFreq(episodes, TrainFrequencyUnit.EPISODE)}
+    return {}
 
 
 def rebuilt_entries(cfg: DictConfig) -> dict[str, Any]:

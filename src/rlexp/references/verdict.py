@@ -23,7 +23,10 @@ from rlexp.rundir.record import ABSENT, _Absent
 from rlexp.stats.scores import confidence_interval, iqm
 
 # config keys that do not change what a run computes (threads, logging, where files go, what is drawn)
-IGNORED = {"seed", "torch_threads", "curves", "device", "trained_agent", "search_space", "tuned_source"}
+IGNORED = {
+    "seed", "torch_threads", "curves", "device", "trained_agent", "search_space", "tuned_source",
+    "env.aliases", "env.replaces",  # (the ids a preset answers to: not what it builds)
+}  # fmt: skip
 IGNORED_PREFIXES = ("logger.", "random_baseline.", "diagnostics.", "callbacks.progress_bar", "callbacks.checkpoint.")
 SAME_RESULTS = {"auto", "dummy", "lean", "numpy", "subproc"}  # env.vec_env values with DummyVecEnv's numbers
 

@@ -50,6 +50,8 @@ NOT_GROUPED = (
     "torch_threads",
     "search_space",
     "env.reward_threshold",  # (what callbacks.stop=solved reaches; callbacks.stop itself splits groups)
+    "env.aliases",  # (the ids a preset answers to, not what it builds: a release may add one)
+    "env.replaces",
 )
 # keys added to the config since runs were first written, with the value that a run written before held
 # (its config.yaml lacks them): an older run and a newer one of the same condition are one group
