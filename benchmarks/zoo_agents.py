@@ -132,12 +132,30 @@ def enjoy(folder: Path, row: dict[str, Any], python: str) -> dict[str, Any]:
     return {"opened": True, "mean": sum(returns) / len(returns), "episodes": len(returns), "same_returns": same}
 
 
+# the packages whose versions make a score (the env's physics, the agent's library)
+PACKAGES = ("gymnasium", "stable-baselines3", "sb3-contrib", "torch", "mujoco", "box2d", "pybullet", "panda-gym",
+            "gymnasium-robotics")  # fmt: skip
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
 def _row(folder: Path, episodes: int, seed: int, zoo_python: str | None) -> dict[str, Any]:
     """A folder's row, in a worker process of one torch thread."""
     import torch
 
     torch.set_num_threads(1)
     row = score(folder, episodes, seed)
+    row["versions"] = versions()
     if zoo_python and "returns" in row:
         row["enjoy"] = enjoy(folder, row, zoo_python)
     return row
@@ -153,6 +171,10 @@ def summary(rows: list[dict[str, Any]]) -> str:
         f"{len(opened)} of the {len(present)} agents whose files a checkout holds open in rlexp without gym; "
         f"{near} of the {scored} with a published score play near it"
     )
+
+
+def _versions_text(found: dict[str, str]) -> str:
+    return ", ".join(f"{name} {v}" for name, v in found.items())
 
 
 def _cell(text: str) -> str:
@@ -178,8 +200,8 @@ def page(record: dict[str, Any]) -> str:
         "the zoo's `benchmark.md` (one agent, about 150,000 steps of evaluation). The zoo's own `enjoy` "
         "(rl_zoo3 2.9.2 with gym 0.26 installed beside gymnasium, in a venv of its own) plays the same seed "
         "where it can open the agent. Generated from `benchmarks/zoo_agents.json` "
-        f"(checkout {record['checkout_commit']}), written by `nox -s zoo-agents -- CHECKOUT` "
-        "(`benchmarks/zoo_agents.py`).",
+        f"(checkout {record['checkout_commit']}; {_versions_text(record['versions'])}), written by "
+        "`nox -s zoo-agents -- CHECKOUT` (`benchmarks/zoo_agents.py`).",
         "",
         "| agent | env played | rlexp: mean [95% CI] | published: mean +/- std | verdict | zoo's enjoy |",
         "|---|---|---|---|---|---|",
@@ -198,6 +220,9 @@ def page(record: dict[str, Any]) -> str:
         else:
             zoo_text = "cannot open it"
         verdict = r["verdict"] + (f": {r['why']}" if r.get("why") else "")
+        other = {k: v for k, v in r.get("versions", {}).items() if record["versions"].get(k) != v}
+        if other:
+            verdict += f" (played with {_versions_text(other)})"
         played = r.get("played", "-")
         out.append(
             f"| {r['folder']} | {_cell(played)} | {ours} | {published_text} | {_cell(verdict)} | {_cell(zoo_text)} |"
@@ -237,13 +262,15 @@ def main() -> None:
             rows.append(row)
             shown = {k: v for k, v in row.items() if k not in ("returns", "lengths")}
             print(json.dumps(shown), flush=True)
-    record = {"checkout_commit": _commit(args.checkout, args.commit), "episodes": args.episodes, "seed": args.seed}
+    record = {"checkout_commit": _commit(args.checkout, args.commit), "episodes": args.episodes, "seed": args.seed,
+              "versions": versions()}  # fmt: skip
     if args.no_save:
         return
-    if RESULTS.is_file() and (args.algo or args.env):  # a part: the other rows stay
+    if RESULTS.is_file() and (args.algo or args.env):  # a part: the other rows and the whole run's record stay
         old = json.loads(RESULTS.read_text())
         done = {r["folder"] for r in rows}
         rows = sorted([*(r for r in old["rows"] if r["folder"] not in done), *rows], key=lambda r: r["folder"])
+        record = {k: v for k, v in old.items() if k != "rows"}
     RESULTS.write_text(json.dumps({**record, "rows": rows}, indent=1) + "\n")
     print(summary(rows))
 

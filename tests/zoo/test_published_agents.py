@@ -148,6 +148,18 @@ def test_training_continues_from_an_sb3_0_agent(tmp_path: Path) -> None:
     assert record["status"] == "completed" and record["steps_done"] == 20_200
 
 
+def test_an_agent_is_not_played_in_an_env_of_other_spaces(tmp_path: Path) -> None:
+    run = _copy(tmp_path, "ppo/CartPole-v1_1")
+    args = run / "CartPole-v1" / "args.yml"
+    args.write_text(args.read_text().replace("- CartPole-v1\n", "- Acrobot-v1\n"))
+    result = rlexp_cli(["evaluate", str(run), "--episodes", "1"], tmp_path)
+    assert result.returncode == 1 and not (run / "eval").exists()
+    assert stderr_lines(result) == [
+        f"rlexp evaluate: error: {run / 'CartPole-v1.zip'}: the agent observes Box(4,), but Acrobot-v1 here gives "
+        "Box(6,): not played"
+    ]
+
+
 def _lambda_pickle(marker: Path, through_module: bool) -> bytes:
     """A learning rate schedule that would touch ``marker`` when called: through the os module (which
     cloudpickle pickles by name, importing it on load) or through a builtin (its pickle names only
@@ -236,3 +248,27 @@ def _gym_pickle_reconstructed(module: str, name: str, state: dict) -> bytes:
             del sys.modules[added_name]
     assert (module, name) in pickled_names(data)
     return data
+
+
+@pytest.mark.unit
+def test_the_table_lists_each_agent_with_its_reason_and_readme_says_what_it_measured() -> None:
+    """benchmarks/zoo_agents.json (benchmarks/zoo_agents.py over a checkout of that repository): every agent
+    opened and scored, or listed with why not; an agent far from its published score says why; README's line
+    and the docs page are made from it (docs/hooks/benchmark_pages.py)."""
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    try:
+        import zoo_agents
+    finally:
+        sys.path.pop(0)
+    record = json.loads(zoo_agents.RESULTS.read_text())
+    rows = record["rows"]
+    assert len({r["folder"] for r in rows}) == len(rows) > 150  # (every folder of that repository)
+    for row in rows:
+        assert row["verdict"] in ("near", "far", "no published score", "not opened", "not in checkout"), row
+        if row["verdict"] in ("far", "not opened", "not in checkout"):
+            assert row.get("why"), row
+        if "mean" in row:
+            assert len(row["returns"]) == record["episodes"] and row["played"], row
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert zoo_agents.summary(rows) in readme
+    assert "| agent | env played |" in zoo_agents.page(record)
