@@ -23,7 +23,7 @@ DOCS = ROOT / "docs"
 # every page of the site (the generated ones too), by its path in the built site
 PAGES = sorted(
     {str(p.relative_to(DOCS).with_suffix("")).removesuffix("/index") for p in DOCS.rglob("*.md")}
-    | {"reference/config", "reference/tuned", "reference/zoo-parity"}
+    | {"reference/config", "reference/tuned", "reference/zoo-parity", "reference/zoo-agents"}
 )
 # what the page measures once Material's script has laid it out (written into the page it prints)
 PROBE = """<script>

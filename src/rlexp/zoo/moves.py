@@ -1,6 +1,6 @@
 """The env an RL Zoo agent plays where its id no longer builds (mujoco-py's ``-v3``, ``LunarLander-v2``,
-``Pendulum-v0``, ``FetchReach-v1``, ``PandaReach-v1``): the env preset that ``replaces:`` it (conf/env), or, where
-only ``-v4`` gives the agent's observations, that. The move is said in one line; the spaces are checked again
+``Pendulum-v0``, ``FetchReach-v1``, ``PandaReach-v1``): the env preset that ``replaces:`` it (conf/env), or ``-v4``
+where only ``-v4`` gives the agent's observations (Ant, Humanoid) or the model it trained on (Walker2d). The move is said in one line; the spaces are checked again
 against the agent's before a step is played (rlexp.loading.spaces.check_spaces)."""
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ SHAPE_MOVES = {
     **dict.fromkeys(("Ant-v2", "Ant-v3"), ShapeMove("Ant-v4", 111, 27, {"use_contact_forces": True})),
     **dict.fromkeys(("Humanoid-v2", "Humanoid-v3"), ShapeMove("Humanoid-v4", 376, 292)),
 }
+# ids whose -v5 changed the model the agent trained on: played on -v4, the old model with today's bindings.
+# Walker2d-v5 gives the right foot the left's friction (1.9, not 0.9): RL Zoo's TRPO Walker2d-v3 agent scores
+# 4,736 on -v4 and 2,469 on -v5 (20 episodes, benchmarks/zoo_agents.py; its published score is 4,933)
+SAME_MODEL = dict.fromkeys(("Walker2d-v2", "Walker2d-v3"), "Walker2d-v4")
+WHY_SAME_MODEL = "Walker2d-v5 gives the right foot the left's friction, which the agent never trained with"
 # a normalized value whose variance stayed below this in training was constant
 CONSTANT_VARIANCE = 1e-6
 ZEROED = "rlexp.build.wrappers.ZeroedObservations"
@@ -48,6 +53,12 @@ def moved_env(old: str, kwargs: dict[str, Any], observed: tuple[int, ...] | None
     preset = preset_index().get(old)
     if preset is None or preset.how != "replaced":
         return None
+    if old in SAME_MODEL:
+        return Move(
+            SAME_MODEL[old],
+            {**dict(preset.kwargs), **kwargs},
+            f"{old} (the agent's env) no longer builds: playing {SAME_MODEL[old]}, its model ({WHY_SAME_MODEL})",
+        )
     by_shape = SHAPE_MOVES.get(old)
     # (a time feature, RL Zoo's TimeFeatureWrapper, adds one value after the env's)
     if by_shape is None or observed is None or observed[:1] not in ((by_shape.dims,), (by_shape.dims + 1,)):
