@@ -160,6 +160,14 @@ def test_an_agent_is_not_played_in_an_env_of_other_spaces(tmp_path: Path) -> Non
     ]
 
 
+def test_the_python_api_opens_a_published_agent() -> None:
+    import rlexp
+
+    model = rlexp.load_run(AGENTS / "ppo/CartPole-v1_1").load_agent()
+    action, _ = model.predict(model.get_env().reset(), deterministic=True)
+    assert model.observation_space == model.get_env().observation_space and action.shape == (1,)
+
+
 def _lambda_pickle(marker: Path, through_module: bool) -> bytes:
     """A learning rate schedule that would touch ``marker`` when called: through the os module (which
     cloudpickle pickles by name, importing it on load) or through a builtin (its pickle names only

@@ -16,7 +16,7 @@ from rlexp.build.backends import algo_class, is_sbx
 from rlexp.build.device import resolve_device
 from rlexp.build.model import schedules
 from rlexp.errors import ConfigError, one_line_error
-from rlexp.loading.spaces import check_spaces
+from rlexp.loading.spaces import aligned_spaces, check_spaces
 from rlexp.rundir.pickles import model_objects, restricted_loads
 from rlexp.rundir.trust import trusted_packages
 
@@ -32,11 +32,13 @@ def load_agent(
     """A saved agent to act with (no replay buffer; ``env`` attached, if given): for the commands that
     read runs; on ``device``, by default the run's. What SB3 pickled into the zip is unpickled with
     rlexp's allow-list (and the packages in ``trust``) only (rlexp.rundir.pickles). ``plays``: the env it
-    will act in, whose spaces are checked against the agent's first."""
+    will act in (``env`` where given), whose spaces are checked against the agent's first."""
     cls = algo_class(cfg)
     objects = checked_objects(cfg, zip_path, trust)
-    if plays is not None and objects is not None:
-        check_spaces(objects, plays, zip_path, str(cfg.env.id))
+    played = plays if plays is not None else env
+    if played is not None and objects is not None:
+        check_spaces(objects, played, zip_path, str(cfg.env.id))
+        objects = aligned_spaces(objects, played)[0]  # (an older gym's bounds: SB3 would refuse them with env)
     if objects is not None:
         objects = {**objects, **_acting_buffer(objects)}
     try:
