@@ -71,7 +71,7 @@ def checked_objects(cfg: DictConfig, zip_path: Path, trust: Iterable[str] = ()) 
                 "the zip: open it only if you trust the run's author, with --trust sbx (or RLEXP_TRUST=sbx)"
             )
         return None
-    return {**model_objects(zip_path, trust, rebuilt_entries(cfg)), **_before_sb3_1(zip_path)}
+    return {**model_objects(zip_path, trust, lambda: rebuilt_entries(cfg)), **_before_sb3_1(zip_path)}
 
 
 def _before_sb3_1(zip_path: Path) -> dict[str, Any]:

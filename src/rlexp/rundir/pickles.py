@@ -23,7 +23,7 @@ import io
 import json
 import pickle
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -210,12 +210,12 @@ def _code_entry(blob: bytes, what: str) -> bool:
 
 
 def model_objects(
-    zip_path: Path, trust: Iterable[str] = (), rebuilt: Mapping[str, Any] | None = None
+    zip_path: Path, trust: Iterable[str] = (), rebuild: Callable[[], Mapping[str, Any]] | None = None
 ) -> dict[str, Any]:
     """The objects SB3 pickles into a model zip's ``data`` (spaces, schedules, classes...), unpickled with
     the allowed names only: SB3's ``load(custom_objects=...)`` takes them instead of unpickling its own.
-    An entry pickled as a function is never unpickled: its value is ``rebuilt``'s (from the run's config),
-    and without one the zip is refused."""
+    An entry pickled as a function is never unpickled: its value is ``rebuild()``'s (from the run's config,
+    built only for such a zip), and without one the zip is refused."""
     try:
         with zipfile.ZipFile(zip_path) as archive:
             data = json.loads(archive.read("data"))
@@ -229,11 +229,15 @@ def model_objects(
     except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as err:  # (binascii.Error: ValueError)
         raise ConfigError(f"{zip_path}: not an SB3 model zip ({type(err).__name__}: {err})") from None
     objects = {}
+    rebuilt: Mapping[str, Any] | None = None
     for key, blob in pickled.items():
         what = f"{zip_path} ({key})"
         if not _code_entry(blob, what):
             objects[key] = restricted_loads(blob, what, trust)
-        elif rebuilt is not None and key in rebuilt:
+            continue
+        if rebuilt is None and rebuild is not None:
+            rebuilt = rebuild()
+        if rebuilt is not None and key in rebuilt:
             objects[key] = rebuilt[key]
         else:
             known = ", ".join(sorted(rebuilt or ())) or "none without the run's config"
