@@ -38,7 +38,8 @@ def load_agent(
     played = plays if plays is not None else env
     if played is not None and objects is not None:
         check_spaces(objects, played, zip_path, str(cfg.env.id))
-        objects = aligned_spaces(objects, played)[0]  # (an older gym's bounds: SB3 would refuse them with env)
+    if env is not None and objects is not None:  # (SB3 compares the spaces of an env it is given)
+        objects = aligned_spaces(objects, env)[0]
     if objects is not None:
         objects = {**objects, **_acting_buffer(objects)}
     try:

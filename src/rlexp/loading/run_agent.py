@@ -17,7 +17,7 @@ from rlexp.errors import ConfigError
 from rlexp.loading.agent import checked_objects, load_replay_buffer
 from rlexp.loading.spaces import aligned_spaces
 from rlexp.loading.trained_agent import find_trained_agent, refuse_another_algo, trained_agent_stats
-from rlexp.rundir.contract import REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
+from rlexp.rundir.contract import VECNORMALIZE_FILE
 
 
 def load_model(cfg: DictConfig, path: str, env: VecEnv, restricted: bool = True) -> BaseAlgorithm:
@@ -25,8 +25,9 @@ def load_model(cfg: DictConfig, path: str, env: VecEnv, restricted: bool = True)
     pickled into the zip is unpickled with rlexp's allow-list (and RLEXP_TRUST's packages) only, as for a
     run that someone else may have written (trained_agent=); a run resuming in its own dir is not."""
     cls = algo_class(cfg)
-    zip_path, model_dir = find_trained_agent(path)
-    refuse_another_algo(cfg, path, model_dir)
+    files = find_trained_agent(path)
+    zip_path = files.zip
+    refuse_another_algo(cfg, path, zip_path.parent)
     objects = checked_objects(cfg, zip_path) if restricted else None
     if objects is not None:
         objects = aligned_spaces(objects, env)[0]  # (check_trained_agent said so)
@@ -37,7 +38,7 @@ def load_model(cfg: DictConfig, path: str, env: VecEnv, restricted: bool = True)
             f"trained_agent={path} cannot be loaded as {cls.__name__} (another algorithm?): {err}"
         ) from None
     model.set_random_seed(cfg.seed)
-    buffer = model_dir / REPLAY_BUFFER_FILE
+    buffer = files.buffer
     if isinstance(model, OffPolicyAlgorithm) and buffer.is_file():
         if restricted:
             load_replay_buffer(model, buffer)

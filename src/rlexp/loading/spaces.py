@@ -48,18 +48,32 @@ def check_spaces(objects: dict[str, Any], env: VecEnv, zip_path: Path, env_id: s
             )
 
 
+def _unbounded_alike(theirs: Any, ours: Any) -> bool:
+    """Two Box spaces of one shape and dtype whose bounds differ only where one says float32's largest value and
+    the other infinity (gym 0.19's CartPole velocities, gymnasium's): the same space, written otherwise."""
+    import numpy as np
+    from gymnasium import spaces
+
+    if not (isinstance(theirs, spaces.Box) and isinstance(ours, spaces.Box)):
+        return False
+    if theirs.shape != ours.shape or theirs.dtype != ours.dtype:
+        return False
+    largest = np.finfo(np.float32).max
+    for a, b in ((theirs.low, ours.low), (theirs.high, ours.high)):
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        same = (a == b) | ((np.abs(a) >= largest) & (np.abs(b) >= largest) & (np.sign(a) == np.sign(b)))
+        if not same.all():
+            return False
+    return True
+
+
 def aligned_spaces(objects: dict[str, Any], env: VecEnv) -> tuple[dict[str, Any], list[str]]:
-    """The env's spaces for the agent's, where they differ in bounds only (an agent saved with gym: CartPole's
-    unbounded velocities were float32's largest value, now inf): SB3's ``load`` refuses any difference, but
-    the agent's layers depend only on the kinds and sizes, which ``check_spaces`` has checked. Returns the
-    objects to hand SB3 and a line for each space replaced."""
-    objects, said = dict(objects), []
-    for key in ("observation_space", "action_space"):
-        theirs, ours = objects.get(key), getattr(env, key)
-        if theirs is not None and theirs != ours and _shape(theirs) == _shape(ours):
-            objects[key] = ours
-            said.append(
-                f"the agent's {key.replace('_', ' ')} has other bounds than the env's (an older gym's), the same "
-                "sizes: the env's is used"
-            )
-    return objects, said
+    """The env's observation space for the agent's where only their unbounded values are written otherwise (an
+    agent saved with gym: CartPole's velocities bounded by float32's largest value, now by inf), which SB3's
+    ``load`` with an env refuses; any other difference stays SB3's to refuse. Returns the objects to hand SB3
+    and a line when the space is replaced."""
+    theirs, ours = objects.get("observation_space"), env.observation_space
+    if theirs is None or theirs == ours or not _unbounded_alike(theirs, ours):
+        return objects, []
+    said = "the agent's observation space bounds with float32's largest value what the env's leaves unbounded: the env's is used"
+    return {**objects, "observation_space": ours}, [said]

@@ -4,6 +4,7 @@ this algorithm and backend, made for the env's spaces, with matching normalizati
 from __future__ import annotations
 
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,23 +23,34 @@ from rlexp.rundir.record import read_record
 from rlexp.zoo.runs import find_zoo_run
 
 
-def find_trained_agent(path: str) -> tuple[Path, Path]:
-    """(model zip, directory holding its vecnormalize.pkl / replay_buffer.pkl) of a run dir or zip, or of an RL
-    Zoo log folder (its final agent, its statistics in ``<EnvId>/``)."""
+@dataclass(frozen=True)
+class TrainedAgentFiles:
+    """A trained agent's files: its zip, and where its VecNormalize statistics and replay buffer are when saved."""
+
+    zip: Path
+    stats: Path
+    buffer: Path
+
+
+def find_trained_agent(path: str) -> TrainedAgentFiles:
+    """The files of the agent of a run dir or zip, or of an RL Zoo log folder (its final agent, or the zip given:
+    the statistics the zoo's enjoy takes with it, the replay buffer the zoo saves beside it)."""
     p = Path(path).expanduser()
     zoo = None if (p / MODEL_FILE).is_file() or p.name == MODEL_FILE else find_zoo_run(p)
     if zoo is not None:
-        final = zoo.agents().get(FINAL)
-        if p.is_dir() and final is None:
+        agents = zoo.agents()
+        name = zoo.agent_of_zip(p) if p.is_file() else FINAL
+        if name not in agents:
             raise ConfigError(f"trained_agent={path}: the RL Zoo run has no {zoo.env_name}.zip (its final agent)")
-        return (p if p.is_file() else final[0]), zoo.files_dir  # type: ignore[index]
+        zip_path, stats = agents[name]
+        return TrainedAgentFiles(zip_path, stats or zoo.files_dir / VECNORMALIZE_FILE, zoo.folder / REPLAY_BUFFER_FILE)
     if p.is_dir():
         p = p / MODEL_FILE
     if not p.is_file():
         raise ConfigError(f"trained_agent={path}: no such run dir or model .zip")
     if not zipfile.is_zipfile(p):
         raise ConfigError(f"trained_agent={path}: {p} is not an SB3 model .zip")
-    return p, p.parent
+    return TrainedAgentFiles(p, p.parent / VECNORMALIZE_FILE, p.parent / REPLAY_BUFFER_FILE)
 
 
 def _recorded_algo(model_dir: Path) -> str | None:
@@ -69,7 +81,7 @@ def trained_agent_stats(cfg: DictConfig) -> Path | None:
     """The VecNormalize statistics of the agent to continue, checked against env.normalize."""
     if cfg.trained_agent is None:
         return None
-    stats = find_trained_agent(cfg.trained_agent)[1] / VECNORMALIZE_FILE
+    stats = find_trained_agent(cfg.trained_agent).stats
     if stats.is_file() != bool(cfg.env.normalize):
         raise ConfigError(
             f"trained_agent={cfg.trained_agent} was trained with{'' if stats.is_file() else 'out'} "
@@ -85,10 +97,10 @@ def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
 
     cls = algo_class(cfg)
     path = cfg.trained_agent
-    zip_path, model_dir = find_trained_agent(path)
-    refuse_another_algo(cfg, path, model_dir)
+    files = find_trained_agent(path)
+    zip_path, stats = files.zip, files.stats
+    refuse_another_algo(cfg, path, zip_path.parent)
     objects = checked_objects(cfg, zip_path)  # (another's run: its pickles with the allow-list only)
-    stats = model_dir / VECNORMALIZE_FILE
     if stats.is_file():
         restricted_loads(stats.read_bytes(), str(stats))
     try:
@@ -106,15 +118,15 @@ def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
             f"trained_agent={path} cannot be loaded as {cls.__name__} (another algorithm?): "
             f"its policy is a {policy.__name__}"
         )
+    said = [f"trained_agent={path}: {line}" for line in aligned_spaces(data, env)[1]]
     for space in ("observation_space", "action_space"):
-        if space in data and data[space] != getattr(env, space) and not aligned_spaces({space: data[space]}, env)[1]:
+        if space in data and data[space] != getattr(env, space) and not (space == "observation_space" and said):
             raise ConfigError(
                 f"trained_agent={path} was trained on the {space.replace('_', ' ')} {_describe(data[space])}, "
                 f"but env.id={cfg.env.id} has {_describe(getattr(env, space))}"
             )
-    said = [f"trained_agent={path}: {line}" for line in aligned_spaces(data, env)[1]]
     trained_agent_stats(cfg)
-    if issubclass(cls, OffPolicyAlgorithm) and not (model_dir / REPLAY_BUFFER_FILE).is_file():
+    if issubclass(cls, OffPolicyAlgorithm) and not files.buffer.is_file():
         said.append(
             f"trained_agent={path} brings no replay buffer: {cls.__name__} continues from an empty one "
             "(runs keep theirs with callbacks.checkpoint.save_replay_buffer=true)"

@@ -201,7 +201,9 @@ def _code_entry(blob: bytes, what: str) -> bool:
     names = pickled_names(blob)
     if not any(module.startswith("cloudpickle") for module, _ in names):
         return False
-    other = next((f"{module}.{name}" for module, name in names if (module, name) not in FUNCTION_PARTS), None)
+    other = next(
+        (f"{module}.{name}".lstrip(".") for module, name in names if (module, name) not in FUNCTION_PARTS), None
+    )
     if other is not None:
         raise ConfigError(
             f"{what}: a pickled function that names {other}, which no saved schedule does: refused, nothing of it run"

@@ -74,7 +74,7 @@ def moved_env(old: str, kwargs: dict[str, Any], observed: tuple[int, ...] | None
         f"{by_shape.dims} observations ({preset.env_id} leaves out the world body's)"
     )
     forces = f"values {by_shape.forces}-{by_shape.dims - 1}"
-    if variance is not None and max(variance[by_shape.forces : by_shape.dims]) < CONSTANT_VARIANCE:
+    if _constant(variance, by_shape.forces, by_shape.dims):
         return Move(
             by_shape.env_id,
             {**kwargs, **by_shape.kwargs},
@@ -88,3 +88,10 @@ def moved_env(old: str, kwargs: dict[str, Any], observed: tuple[int, ...] | None
         else ("whether it saw them in training is unknown (no vecnormalize.pkl)")
     )
     return Move(by_shape.env_id, {**kwargs, **by_shape.kwargs}, f"{line}; contact forces ({forces}): {seen}")
+
+
+def _constant(variance: Any, first: int, stop: int) -> bool:
+    """Whether the statistics' variance of values ``first`` to ``stop - 1`` stayed 0 throughout training."""
+    import numpy as np
+
+    return np.ndim(variance) == 1 and len(variance) >= stop and float(np.max(variance[first:stop])) < CONSTANT_VARIANCE

@@ -123,10 +123,22 @@ def find_zoo_run(path: Path) -> ZooRun | None:
     found = [
         d.name for d in folder.iterdir() if d.is_dir() and (d / ARGS_FILE).is_file() and (d / CONFIG_FILE).is_file()
     ]
-    # (rl_zoo3.load_from_hub lays an agent out the same way; with --exp-id -1 in <algo>/ itself, its zip beside)
-    if len(found) != 1 or not (folder.name.startswith(f"{found[0]}_") or (folder / f"{found[0]}.zip").is_file()):
+    if len(found) != 1:
+        return None
+    if folder.name.startswith(f"{found[0]}_"):
+        return ZooRun(folder, found[0])
+    # rl_zoo3.load_from_hub lays an agent out the same way; with --exp-id -1 in <algo>/ itself, its zip beside
+    # (a folder that also holds the algorithm's <EnvId>_<n> runs is theirs: a report reads each)
+    beside = (folder / f"{found[0]}.zip").is_file()
+    if not beside or any(_numbered_run(d) for d in folder.iterdir() if d.is_dir()):
         return None
     return ZooRun(folder, found[0])
+
+
+def _numbered_run(folder: Path) -> bool:
+    """Whether ``folder`` is a zoo run named <EnvId>_<n>, as train.py names them."""
+    name, _, number = folder.name.rpartition("_")
+    return number.isdigit() and (folder / name / ARGS_FILE).is_file()
 
 
 def read_zoo_yaml(path: Path) -> dict[str, Any]:
@@ -322,9 +334,10 @@ def _observed_shape(zip_path: Path, trust: Iterable[str]) -> tuple[int, ...] | N
     try:
         with zipfile.ZipFile(zip_path) as archive:
             blob = json.loads(archive.read("data"))["observation_space"][":serialized:"]
-    except Exception:  # (not a model zip: loading it says why)
+        data = base64.b64decode(blob, validate=True)
+    except Exception:  # (not a model zip, or a damaged one: loading it says why, in one line)
         return None
-    space = restricted_loads(base64.b64decode(blob), f"{zip_path} (observation_space)", trust)
+    space = restricted_loads(data, f"{zip_path} (observation_space)", trust)
     return tuple(space.shape) if isinstance(space, spaces.Box) else None
 
 
