@@ -143,6 +143,12 @@ def test_training_continues_from_a_published_agent(tmp_path: Path) -> None:
     assert said in result.stdout + result.stderr
     record = json.loads((tmp_path / "outputs" / "ppo-cartpole" / "latest" / "summary.json").read_text())
     assert record["status"] == "completed" and record["steps_done"] > 100_000  # (the agent's steps, then these)
+    # another algorithm's folder: named by its args.yml, before its pickles are read
+    other = _copy(tmp_path, "ars/Ant-v3_1")
+    result = rlexp_cli(["algo=ppo", "env=cartpole", f"trained_agent={other}", "n_timesteps=256"], tmp_path)
+    assert stderr_lines(result) == [
+        f"rlexp: error: trained_agent={other} holds a sb3_contrib.ARS agent, not algo=stable_baselines3.PPO"
+    ]
 
 
 @pytest.mark.slow

@@ -81,3 +81,8 @@ def run_verb(argv: list[str]) -> NoReturn:
             text = f"{err.filename + ': ' if err.filename else ''}{err.strerror or err} (errno {err.errno})"
         print(f"rlexp {verb}: error: {text}", file=sys.stderr)
         sys.exit(1)
+    except KeyboardInterrupt:  # (each file a command writes is swapped in whole: none is left half written)
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"rlexp {verb}: interrupted (Ctrl-C); nothing more written", file=sys.stderr)
+        sys.exit(130)

@@ -20,7 +20,7 @@ from rlexp.rundir.agents import FINAL
 from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
 from rlexp.rundir.pickles import restricted_loads
 from rlexp.rundir.record import read_record
-from rlexp.zoo.runs import find_zoo_run
+from rlexp.zoo.runs import find_zoo_run, zoo_config_dict
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,11 @@ def find_trained_agent(path: str) -> TrainedAgentFiles:
 
 
 def _recorded_algo(model_dir: Path) -> str | None:
-    """The algorithm that rlexp recorded for a run dir (model.zip may sit in a subdir such as best/)."""
+    """The algorithm that rlexp recorded for a run dir (model.zip may sit in a subdir such as best/), or that an
+    RL Zoo log folder's args.yml names."""
+    zoo = find_zoo_run(model_dir)
+    if zoo is not None:
+        return str(zoo_config_dict(zoo)["algo"]["_target_"])
     for d in (model_dir, model_dir.parent, model_dir.parent.parent):
         record = read_record(d, remedy="fix or remove it")
         if record is not None:
