@@ -175,7 +175,7 @@ def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
 
 def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> dict[str, Any]:
     zoo_algo = str(args.get("algo", ""))
-    if zoo_algo == "her":  # (RL Zoo 1.0-1.2: SB3 1.0's HER class, gone from SB3 1.1 on)
+    if zoo_algo == "her":  # (RL Zoo 1.0: SB3 1.0's HER class, gone from SB3 1.1 on)
         raise ConfigError(
             f"{run.files_dir / ARGS_FILE}: algo her: an agent of SB3 1.0's HER class (around "
             f"{hyperparams.get('model_class', '?')}, its dict observations flattened into one vector), which SB3 2 "
