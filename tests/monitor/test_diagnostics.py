@@ -80,8 +80,9 @@ def test_a_reward_that_ignores_the_actions_is_no_better_than_random(tmp_path):
     (found,) = summary["diagnostics"]
     assert found.startswith("final eval 10.00 is no better than the random policy (10.00, 95% CI [10.00, 10.00])")
     assert docs_line("guides/diagnostics.md", "rlexp: warning: final eval 10.00") == f"rlexp: warning: {found}"
-    lines = result.stdout.strip().splitlines()
-    assert lines[-2] == f"rlexp: warning: {found}" and lines[-1].endswith(", random policy 10.00")
+    # (warnings on stderr, the run's last line on stdout)
+    assert result.stderr.strip().splitlines()[-1] == f"rlexp: warning: {found}"
+    assert result.stdout.strip().splitlines()[-1].endswith(", random policy 10.00")
 
 
 def test_no_baseline_when_turned_off(tmp_path):
@@ -141,7 +142,7 @@ def _warned(result, run_dir, kind: str) -> str:
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads((run_dir / "summary.json").read_text())
     (found,) = [line for line in summary["diagnostics"] if line.startswith(kind)]
-    assert f"rlexp: warning: {found}" in result.stdout.splitlines()[-1 - len(summary["diagnostics"]) : -1]
+    assert f"rlexp: warning: {found}" in result.stderr.splitlines()[-len(summary["diagnostics"]) :]
     return found
 
 

@@ -36,31 +36,37 @@ def test_verbose_2_adds_sb3s_tables(tmp_path):
     assert any(line.startswith("| time/") or "total_timesteps" in line for line in result.stdout.splitlines())
 
 
-def test_without_evaluations_a_line_per_tenth_of_this_runs_own_steps(capsys):
+def test_without_evaluations_a_line_per_tenth_of_this_runs_own_steps(caplog):
     from rlexp.monitor.progress import Progress
 
+    caplog.set_level("INFO", "rlexp.monitor.progress")
     progress = Progress(target=1100, evaluations=None, terminal=False, origin=1000)  # a continued agent's 1000
     progress.num_timesteps = 1000  # (SB3 sets it when learn() starts; no EvalCallback: no env asked)
     progress._on_training_start()
     for step in range(1008, 1112, 8):  # 8 envs; the last rollout overshoots the target
         progress.num_timesteps = step
         progress._on_step()
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 9 and all(line.startswith("rlexp: step ") for line in lines)
-    assert lines[0].startswith("rlexp: step 16/100 (16%; the agent's step 1,016) |") and lines[-1].startswith(
-        "rlexp: step 96/100 (96%; the agent's step 1,096) |"
+    lines = _logged(caplog)
+    assert len(lines) == 9 and all(line.startswith("step ") for line in lines)
+    assert lines[0].startswith("step 16/100 (16%; the agent's step 1,016) |") and lines[-1].startswith(
+        "step 96/100 (96%; the agent's step 1,096) |"
     )
 
 
-def test_a_resumed_run_counts_its_steps_from_its_start(capsys):
+def test_a_resumed_run_counts_its_steps_from_its_start(caplog):
     from rlexp.monitor.progress import Progress
 
+    caplog.set_level("INFO", "rlexp.monitor.progress")
     progress = Progress(target=1000, evaluations=None, terminal=False)  # resumed at step 600 of a new agent
     progress.num_timesteps = 600
     progress._on_training_start()
     progress.num_timesteps = 640
     progress._on_step()
-    assert capsys.readouterr().out.startswith("rlexp: step 640/1,000 (64%) |")
+    assert _logged(caplog)[0].startswith("step 640/1,000 (64%) |")
+
+
+def _logged(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "rlexp.monitor.progress"]
 
 
 def test_a_terminal_of_no_columns_gets_lines_not_an_invisible_bar(tmp_path):

@@ -9,6 +9,7 @@ import optuna
 import pytest
 
 from rlexp.errors import Interrupted
+from rlexp.run.budget import true_steps
 from rlexp.run.record import run_end_lines
 from rlexp.rundir.record import ABSENT, RunRecord, failure_status, read_record
 
@@ -66,34 +67,36 @@ def test_a_summary_of_an_earlier_release_without_newer_keys_reads():
 
 def test_the_budget_counts_on_from_a_continued_agents_steps():
     fresh, continued = _record(), _record()
-    fresh.set_budget(0, 1000, continues_agent=False)
-    continued.set_budget(5000, 1000, continues_agent=True)
+    fresh.set_budget(0, true_steps(0, 1000, rollout=None))
+    continued.set_budget(5000, true_steps(5000, 1000, rollout=None))
     assert (fresh.budget, continued.budget) == (1000, 6000)
+    # whole rollouts: from a continued agent's own step too
+    assert (true_steps(0, 1000, 256), true_steps(5000, 1000, 256), true_steps(0, 1024, 256)) == (1024, 6024, 1024)
     assert continued.steps_left(5000) == 1000 and continued.steps_left(5500) == 500
     assert continued.steps_left(7000) == 0  # (past the budget: nothing, never negative)
 
 
 def test_a_run_stopped_when_solved_trains_no_more_unless_resumed_from_before_the_stop():
     record = _record(stopped_early_at=600)
-    record.set_budget(0, 1000, continues_agent=False)
+    record.set_budget(0, 1000)
     assert record.steps_left(600) == 0 and record.stopped_early_at == 600
     assert record.steps_left(400) == 600 and record.stopped_early_at is ABSENT  # a checkpoint before the stop
 
 
 def test_what_learning_did_goes_in_the_record():
     record = _record(stop_reward_threshold=475.0)
-    record.set_budget(0, 1000, continues_agent=False)
+    record.set_budget(0, 1000)
     record.trained(0, 1000, 2.0, solved_at=None)
     assert (record.steps_done, record.train_seconds, record.steps_per_second) == (1000, 2.0, 500.0)
     assert "stopped_early_at" in record.to_json() and record.stopped_early_at is None
     record.trained(0, 600, 1.0, solved_at=600)
     assert record.stopped_early_at == 600
     at_the_end = _record(stop_reward_threshold=475.0)
-    at_the_end.set_budget(0, 1000, continues_agent=False)
+    at_the_end.set_budget(0, 1000)
     at_the_end.trained(0, 1000, 1.0, solved_at=1000)  # reached at the budget's last step: nothing stopped early
     assert at_the_end.stopped_early_at is None
     without_stop = _record()
-    without_stop.set_budget(0, 1000, continues_agent=False)
+    without_stop.set_budget(0, 1000)
     without_stop.trained(0, 1000, 1.0, solved_at=None)
     assert "stopped_early_at" not in without_stop.to_json()
 

@@ -172,7 +172,7 @@ def build_callbacks(
     callbacks: list[BaseCallback] = [FiniteTraining()] if cfg.diagnostics.finite else []
     callbacks.append(stopper)
     save_best = solved = None
-    freq = eval_freq(cfg)
+    freq = eval_freq(cfg, target_steps - origin)
     if freq > 0 and eval_env is not None:
         save_best = SaveBestCallback(run_dir / BEST_DIR)
         solved = StopWhenSolved(threshold) if threshold is not None else None

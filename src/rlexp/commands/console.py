@@ -20,6 +20,25 @@ class ConsoleFormatter(logging.Formatter):
         return f"rlexp: {level}{record.message.strip()}"
 
 
+_LEVELS = {"rlexp: warning: ": logging.WARNING, "rlexp: error: ": logging.ERROR, "rlexp: ": logging.INFO}
+# (a run's own lines, as its other log lines: RUN/rlexp.log keeps what the console showed)
+_log = logging.getLogger("rlexp.run")
+
+
+def say(line: str) -> None:
+    """One of the command's ``rlexp: [warning: ]...`` lines, logged at its level: on the console as written
+    (warnings on stderr), and in the run's rlexp.log when a run's logging is set up."""
+    prefix = next(p for p in _LEVELS if line.startswith(p))
+    _log.log(_LEVELS[prefix], "%s", line.removeprefix(prefix))
+
+
+class BelowWarning(logging.Filter):
+    """Lets through the lines below WARNING: the console's stdout handler (warnings and errors go to stderr)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.WARNING
+
+
 def show_warnings_on_one_line() -> None:
     """Python warnings (SB3's about a batch size, Gymnasium's about a space) said in one line each, as
     ``rlexp: warning: <message> (<category>, <module>)``, instead of their message, file and source line."""

@@ -92,13 +92,14 @@ def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
 def print_run_end(record: RunRecord, run_dir: Path, kept: bool) -> None:
     """What the command prints when a run completes (or was complete already): its diagnostics, then where
     it is and how it scored."""
+    from rlexp.commands.console import say
     from rlexp.run.record import run_end_lines
 
     if kept:
-        print(f"rlexp: {run_dir} already holds this run, completed (final eval {record.final_mean:.2f})")
+        say(f"rlexp: {run_dir} already holds this run, completed (final eval {record.final_mean:.2f})")
         return
     for line in run_end_lines(record, run_dir):
-        print(line)
+        say(line)
 
 
 def exit_with(err: BaseException) -> None:

@@ -29,26 +29,29 @@ def eval_env_count(eval_cfg: DictConfig, episodes: int) -> int:
     return max(1, min(episodes, eval_cfg.get("n_envs") or MAX_EVAL_ENVS))
 
 
-def eval_freq(cfg: DictConfig) -> int:
-    """Env steps (summed over envs) between periodic evaluations; 0: none. A budget below
+def eval_freq(cfg: DictConfig, steps: int | None = None) -> int:
+    """Env steps (summed over envs) between periodic evaluations; 0: none. ``steps``: what the run trains
+    (n_timesteps in whole rollouts, rlexp.run.budget; n_timesteps where not known yet). A budget below
     callbacks.eval.freq is evaluated SHORT_RUN_EVALUATIONS times instead of never, so that a short run too
     has its best agent, its curve and its sample efficiency."""
     eval_cfg = cfg.callbacks.eval
+    steps = cfg.n_timesteps if steps is None else steps
     if eval_cfg.n_evaluations:
-        return cfg.n_timesteps // eval_cfg.n_evaluations
-    if 0 < cfg.n_timesteps < eval_cfg.freq:
-        return max(cfg.n_timesteps // SHORT_RUN_EVALUATIONS, 1)
+        return steps // eval_cfg.n_evaluations
+    if 0 < steps < eval_cfg.freq:
+        return max(steps // SHORT_RUN_EVALUATIONS, 1)
     return eval_cfg.freq
 
 
-def schedule_note(cfg: DictConfig) -> str | None:
-    """The line that says a short budget changed the evaluation schedule (None: it did not)."""
-    freq = eval_freq(cfg)
+def schedule_note(cfg: DictConfig, steps: int) -> str | None:
+    """The line that says a short run (``steps``: what it trains) changed the evaluation schedule (None: it
+    did not)."""
+    freq = eval_freq(cfg, steps)
     if cfg.callbacks.eval.n_evaluations or freq in (0, cfg.callbacks.eval.freq):
         return None
     return (
-        f"n_timesteps={cfg.n_timesteps} is below callbacks.eval.freq={cfg.callbacks.eval.freq}: evaluating every "
-        f"{freq} steps instead ({cfg.n_timesteps // freq} evaluations; callbacks.eval.freq=0 turns them off)"
+        f"{steps:,} steps are below callbacks.eval.freq={cfg.callbacks.eval.freq}: evaluating every "
+        f"{freq:,} steps instead ({steps // freq} evaluations; callbacks.eval.freq=0 turns them off)"
     )
 
 

@@ -4,6 +4,7 @@ evaluation falls within it. SB3's tables stay off unless logger.verbose=2; the C
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from datetime import timedelta
@@ -11,6 +12,9 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+
+# (logged: the console shows the line, and RUN/rlexp.log keeps it with what else the run said)
+log = logging.getLogger(__name__)
 
 
 def _a_terminal_to_draw_on() -> bool:
@@ -81,9 +85,9 @@ class Progress(BaseCallback):
             return
         done = min(self.num_timesteps, self.target)
         share = 100 * (done - self.origin) / max(self.target - self.origin, 1)
-        line = f"rlexp: step {done - self.origin:,}/{self.target - self.origin:,} ({share:.0f}%"
+        line = f"step {done - self.origin:,}/{self.target - self.origin:,} ({share:.0f}%"
         line += f"; the agent's step {done:,})" if self.origin else ")"
-        print(f"{line}{' ' + scores if scores else ''} | {speed:,.0f} steps/s, ETA {eta}", flush=True)
+        log.info("%s%s | %s steps/s, ETA %s", line, " " + scores if scores else "", f"{speed:,.0f}", eta)
 
     def close(self) -> None:
         """Ends the bar, also when learn() ended on an exception (a stop signal, a divergence)."""

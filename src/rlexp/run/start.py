@@ -22,6 +22,7 @@ from rlexp.lifecycle.resume import ResumePoint
 from rlexp.lifecycle.state import resumable_run
 from rlexp.monitor.baseline import random_baseline
 from rlexp.monitor.evaluation import schedule_note
+from rlexp.run.budget import budget_note, rollout_steps, true_steps
 from rlexp.run.record import new_record
 from rlexp.rundir.contract import write_config
 from rlexp.rundir.record import RunRecord
@@ -36,9 +37,6 @@ def start_run(
     """The run's record, new or of the run it continues (and where that stopped), written to the run dir."""
     log.info(tuned_note(cfg, choices))
     log.info(vec_env_note(cfg.env))
-    note = schedule_note(cfg)
-    if note is not None:
-        log.info(note)
     for warning in warnings:
         log.warning(warning)
     threads = job_threads(cfg.torch_threads, cnn_on_envpool(cfg.env.vec_env, str(cfg.algo.policy)))
@@ -61,8 +59,19 @@ def before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, st
         with closed_at_end(one_env(cfg.env, for_eval=True)) as env:  # type: ignore[arg-type]
             stop = lambda: stopper.signum is not None  # noqa: E731
             record.random_baseline = random_baseline(env, cfg.seed, cfg.random_baseline.episodes, stop)
-    record.set_budget(int(model.num_timesteps), cfg.n_timesteps, continues_agent=cfg.trained_agent is not None)
+    start = int(model.num_timesteps) if cfg.trained_agent is not None else 0  # (learn() counts a new agent from 0)
+    rollout = rollout_steps(model)
+    record.set_budget(start, true_steps(start, cfg.n_timesteps, rollout and rollout[0]))
+    note = budget_note(cfg.n_timesteps, record.budget - start, rollout)
+    if note is not None:
+        line, warn = note
+        if warn:
+            record.warnings.append(line)
+        log.log(logging.WARNING if warn else logging.INFO, line)
     if cfg.trained_agent is not None:
-        steps = f"from its step {record.start_step:,}: {cfg.n_timesteps:,} steps more, to step {record.budget:,}"
+        steps = f"from its step {start:,}: {record.budget - start:,} steps more, to step {record.budget:,}"
         log.info("continuing the agent of %s %s", cfg.trained_agent, steps)
+    note = schedule_note(cfg, record.budget - start)
+    if note is not None:
+        log.info(note)
     record.write()  # a run killed from here on can be resumed

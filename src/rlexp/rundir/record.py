@@ -84,7 +84,7 @@ class RunRecord:
     device: str | _Absent = ABSENT
     random_baseline: Score | _Absent | None = ABSENT  # (absent: random_baseline.episodes=0; null: cut short)
     start_step: int | _Absent = ABSENT
-    target_steps: int | _Absent = ABSENT  # the step count learn() stops at
+    target_steps: int | _Absent = ABSENT  # the step count learn() stops at (n_timesteps in whole rollouts)
     diagnostics: list[str] = field(default_factory=list)
     # once training has ended
     steps_done: int | _Absent = ABSENT
@@ -187,11 +187,10 @@ class RunRecord:
         assert isinstance(self.target_steps, int), "set_budget first"
         return self.target_steps
 
-    def set_budget(self, start_step: int, n_timesteps: int, continues_agent: bool) -> None:
-        """A new run trains ``n_timesteps`` from ``start_step`` (learn() counts a continued agent's steps on
-        from its own; a new agent starts at 0)."""
-        self.start_step = start_step
-        self.target_steps = start_step * continues_agent + n_timesteps
+    def set_budget(self, start_step: int, target_steps: int) -> None:
+        """A new run trains from ``start_step`` (a continued agent's own, else 0) to ``target_steps``: its
+        n_timesteps in whole rollouts (rlexp.run.budget)."""
+        self.start_step, self.target_steps = start_step, target_steps
 
     def steps_left(self, step: int) -> int:
         """What learn() has left to train from ``step``. A run that had stopped when solved (then a signal

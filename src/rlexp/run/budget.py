@@ -1,0 +1,46 @@
+"""The steps a run really trains. SB3's learn() collects whole rollouts and checks the budget only between
+them, so it stops at the first rollout boundary at or past ``n_timesteps`` (RL Zoo's runs do too: rlexp
+keeps them, for parity). The run counts its progress and evaluations to that step, says it before training
+and, where it is well past the budget, records it as a warning."""
+
+from __future__ import annotations
+
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.type_aliases import TrainFrequencyUnit
+
+# more than this share beyond n_timesteps is a warning, recorded in summary.json (less is a line)
+WARN_ABOVE = 0.1
+
+
+def rollout_steps(model: BaseAlgorithm) -> tuple[int, str] | None:
+    """The env steps (summed over envs) of one rollout, and the keys that make it; None where the agent's
+    rollouts have no fixed length (episodes: train_freq in episodes, ARS)."""
+    n_envs = model.n_envs
+    n_steps = getattr(model, "n_steps", None)
+    if isinstance(n_steps, int) and hasattr(model, "rollout_buffer"):  # PPO, A2C, TRPO, RecurrentPPO
+        return n_steps * n_envs, f"algo.n_steps={n_steps} x env.n_envs={n_envs}"
+    train_freq = getattr(model, "train_freq", None)
+    unit = getattr(train_freq, "unit", None)
+    if unit == TrainFrequencyUnit.STEP:  # off-policy: train_freq steps of every env between two updates
+        return train_freq.frequency * n_envs, f"algo.train_freq={train_freq.frequency} x env.n_envs={n_envs}"
+    return None
+
+
+def true_steps(start: int, n_timesteps: int, rollout: int | None) -> int:
+    """The step learn() stops at, training ``n_timesteps`` from ``start`` in whole rollouts."""
+    if rollout is None or n_timesteps <= 0:
+        return start + n_timesteps
+    return start + -(-n_timesteps // rollout) * rollout
+
+
+def budget_note(n_timesteps: int, trained: int, rollout: tuple[int, str] | None) -> tuple[str, bool] | None:
+    """The line saying a run trains ``trained`` steps for ``n_timesteps``, and whether it is a warning; None
+    when they are the same."""
+    if rollout is None or trained == n_timesteps:
+        return None
+    size, keys = rollout
+    line = (
+        f"n_timesteps={n_timesteps:,} trains {trained:,} steps: learn() collects whole rollouts of {size:,} "
+        f"steps ({keys}), as in RL Zoo"
+    )
+    return line, trained > n_timesteps * (1 + WARN_ABOVE)
