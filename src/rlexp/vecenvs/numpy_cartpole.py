@@ -63,13 +63,16 @@ class NumpyCartPoleVecEnv(BatchedVecEnv):
         self._reset_options()
         self.episodes.restart()
         self.reset_infos = [{} for _ in range(self.num_envs)]
-        return self.env.state.T.astype(np.float32)
+        return self.env.state.T.astype(np.float32, order="C")
 
     def step_async(self, actions: np.ndarray) -> None:
         self.actions = actions
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, terminated, truncated, _ = self.env.step(self.actions)
+        # (its observations come transposed, in Fortran order: torch would multiply them with another
+        # summation order than DummyVecEnv's C-ordered ones, and the agent drift from DummyVecEnv's by a last bit)
+        obs = np.ascontiguousarray(obs)
         self.env.prev_done[:] = False  # finished envs are reset here, not on the next step
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{"TimeLimit.truncated": bool(truncated[i] and not terminated[i])}
