@@ -156,6 +156,7 @@ def test_runs_that_did_not_complete_are_listed_and_left_out(multirun, tmp_path):
     assert runs["x_interrupted"]["left_out"].startswith("interrupted")
     assert runs["x_running"]["left_out"] == "still running"
     assert runs["x_died"]["left_out"] == "its process died before it finished"
+    assert (runs["x_running"]["status"], runs["x_died"]["status"]) == ("running", "died")  # as every command says
     assert runs["5"]["left_out"] == "failed: RuntimeError: boom"
     assert [r["used"] for r in runs.values()].count("True") == 5
     groups = {row["group"]: row["n"] for row in _rows(sweep / "report" / "groups.csv")}

@@ -229,12 +229,16 @@ def test_a_file_changed_since_the_run_is_refused_and_verify_lists_it(run: Path, 
 
 def test_an_evaluation_record_names_the_agent_it_scored_and_a_running_run_says_so(run: Path, tmp_path: Path) -> None:
     """A run still training may replace best/ after it is evaluated: the record carries the agent's step
-    and sha256 and the run's status, and the command says so in a line."""
+    and sha256 and the run's status, and the command says so in a line; a run whose process is gone is
+    called dead."""
+    from rlexp.lifecycle import lock
+
     stranger = _forged(run, tmp_path)
     summary = json.loads((stranger / "summary.json").read_text())
     summary["status"] = "running"
     (stranger / "summary.json").write_text(json.dumps(summary))
-    result = rlexp_cli(["evaluate", str(stranger), "--agent", "best", "--episodes", "2"], tmp_path)
+    with lock.held(stranger):  # (as its training process holds it)
+        result = rlexp_cli(["evaluate", str(stranger), "--agent", "best", "--episodes", "2"], tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     (record_file,) = (stranger / "eval").glob("best_*.json")
     record = json.loads(record_file.read_text())
@@ -246,6 +250,14 @@ def test_an_evaluation_record_names_the_agent_it_scored_and_a_running_run_says_s
         f"rlexp: note: the run is still training: this scored its best agent of step {record['agent_step']:,} "
         f"(sha256 {record['agent_sha256'][:12]}), which training may replace"
     ) in result.stdout.splitlines()
+
+    # no process holds it now: it died, and nothing will replace the agent unless it is continued
+    result = rlexp_cli(["evaluate", str(stranger), "--agent", "best", "--episodes", "2"], tmp_path)
+    assert result.returncode == 0 and json.loads(record_file.read_text())["run_status"] == "died"
+    assert (
+        f"rlexp: note: this scored its best agent of step {record['agent_step']:,}; the run died before it "
+        "finished, with no checkpoint to continue from (callbacks=checkpoints saves them)"
+    ) in result.stdout.splitlines(), result.stdout
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ class Run:
 
     @property
     def summary(self) -> dict[str, Any]:
-        """summary.json as it is now (status, scores, steps, versions...)."""
+        """summary.json as it is now (status, scores, steps, versions...); its status is ``status``'s."""
         from rlexp.rundir.contract import read_summary
         from rlexp.zoo.runs import ZOO_SUMMARY_KEYS, zoo_summary
 
@@ -49,7 +49,30 @@ class Run:
         summary = read_summary(self.dir, remedy="not a run dir of this rlexp?")
         if summary is None:
             raise ConfigError(f"{self.dir}: no summary.json (the run never started)")
-        return summary
+        return {**summary, "status": self._status(summary)}
+
+    @property
+    def status(self) -> str:
+        """running, completed, interrupted, failed, pruned, aborted; or died: summary.json says running
+        but the run's process is gone (killed, out of memory). ``continue_command`` continues one that can."""
+        return str(self.summary.get("status", ""))
+
+    @property
+    def continue_command(self) -> str | None:
+        """The command that continues a run that died or was stopped, from its newest checkpoint (its
+        command.txt); None for any other run, or one that saved no checkpoint."""
+        from rlexp.lifecycle.state import unfinished
+        from rlexp.rundir.record import read_record
+
+        record = None if self._zoo is not None else read_record(self.dir, remedy="not a run dir of this rlexp?")
+        left = None if record is None else unfinished(record, self.dir)
+        return None if left is None or left.step is None else left.command
+
+    def _status(self, summary: dict[str, Any]) -> str:
+        from rlexp.lifecycle.state import status_now
+        from rlexp.rundir.record import RunRecord
+
+        return status_now(RunRecord.from_json(summary), self.dir)
 
     @property
     def config(self) -> DictConfig:

@@ -100,6 +100,7 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     """Plays and scores the episodes; returns the record written to ``<out>.json`` and ``out``."""
     from rlexp.cluster.cpus import job_threads
     from rlexp.files.atomic import atomic_write_json, atomic_write_text
+    from rlexp.lifecycle.state import status_now, unfinished
     from rlexp.rundir.checksums import sha256
     from rlexp.rundir.contract import EVALUATE_DIR, RUNNING
     from rlexp.rundir.record import read_record
@@ -110,7 +111,7 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     # what was scored: the agent's bytes now (a run still training may replace best/ or the final agent)
     checksum = sha256(agent.model)
     run = read_record(agent.out_dir)
-    status = None if run is None else run.status
+    status = None if run is None else status_now(run, agent.out_dir)
     import torch
 
     torch.set_num_threads(job_threads(agent.cfg.torch_threads))
@@ -140,6 +141,8 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
             f"the run is still training: this scored its {agent.name} agent of step {episodes.step:,} "
             f"(sha256 {checksum[:12]}), which training may replace"
         )
+    elif run is not None and (left := unfinished(run, agent.out_dir)) is not None:
+        record["note"] = f"this scored its {agent.name} agent of step {episodes.step:,}; {left}"
     return record, out
 
 

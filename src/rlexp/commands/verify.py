@@ -1,8 +1,9 @@
-"""Is a run dir what its run wrote, and what would opening it run? Each file whose checksum the run
-recorded (its config and its agents' files: summary.json ``checksums``) is compared with it, and the
-config's callables and the agents' pickles are checked against rlexp's allow-list (--trust adds
-packages), without building or unpickling anything outside it. Exit 0 when all is as written and
-allowed, 1 otherwise.
+"""Is a run dir what its run wrote, and what would opening it run? Its status comes first (a run whose
+process died says so, and the command that continues it); then each file whose checksum the run recorded
+(its config and its agents' files: summary.json ``checksums``) is compared with it, and the config's
+callables and the agents' pickles are checked against rlexp's allow-list (--trust adds packages),
+without building or unpickling anything outside it. Exit 0 when all is as written and allowed, 1
+otherwise.
 
   rlexp verify outputs/ppo-cartpole/2026-12-05_10-00-00
   rlexp verify downloaded/run --trust my_envs
@@ -23,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from rlexp.lifecycle.state import status_now, unfinished
     from rlexp.rundir.checksums import changed, recorded_files
     from rlexp.rundir.contract import CONFIG_FILE, MODEL_FILE, VECNORMALIZE_FILE, read_config_dict
     from rlexp.rundir.pickles import model_objects, restricted_loads
@@ -36,6 +38,9 @@ def main(args: argparse.Namespace) -> int:
     recorded = record.checksums if isinstance(record.checksums, dict) else {}
     problems = 0
     print(f"rlexp verify: {run_dir}")
+    if record.status:
+        left = unfinished(record, run_dir)
+        print(f"  status: {status_now(record, run_dir)}" + (f"; {left}" if left is not None else ""))
     names = sorted({p.relative_to(run_dir).as_posix() for p in recorded_files(run_dir)} | set(recorded))
     for name in names:
         path = run_dir / name

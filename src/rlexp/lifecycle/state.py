@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +19,110 @@ from rlexp.lifecycle.lock import abandoned, is_free
 from rlexp.lifecycle.resume import ResumePoint, resume_point, set_aside
 from rlexp.rundir.agents import recover_partial_saves
 from rlexp.rundir.contract import (
+    ABORTED,
     COMPLETED,
     HYDRA_DIR,
     INTERRUPTED,
+    LATEST_LINK,
     LOCK_FILE,
     RUNNING,
     SUMMARY_FILE,
+    read_command,
     read_config,
 )
 from rlexp.rundir.record import RunRecord, read_record
 
 log = logging.getLogger(__name__)
+
+
+# the status shown for a run whose summary.json says running but whose process is gone (never written:
+# the run could not write it); every command that shows a run's status shows this one
+DIED = "died"
+
+
+def status_now(record: RunRecord, run_dir: Path) -> str:
+    """The run's status as it is now: summary.json's, except ``died`` for a run that it says is running
+    whose process is gone (rlexp.lifecycle.lock.abandoned)."""
+    return DIED if record.status == RUNNING and abandoned(record, run_dir) else record.status
+
+
+# how a run that can go on in its dir ended, by its status now
+_ENDED = {
+    DIED: "died before it finished",
+    ABORTED: "was aborted before it finished (a second Ctrl-C)",
+    INTERRUPTED: "was stopped by a signal",
+}
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A run that ended before it finished and can go on in its dir: its status now (died, aborted,
+    interrupted), the step it continues from (None: no intact checkpoint, it would start over) and the
+    command that continues it (its command.txt)."""
+
+    run_dir: Path
+    status: str
+    step: int | None
+    command: str
+
+    @property
+    def ended(self) -> str:
+        """``died before it finished (newest checkpoint: step 2,048)``, or that it saved nothing."""
+        if self.step is None:
+            return f"{_ENDED[self.status]}, with no checkpoint to continue from (callbacks=checkpoints saves them)"
+        saved = "saved at" if self.status == INTERRUPTED else "newest checkpoint:"
+        return f"{_ENDED[self.status]} ({saved} step {self.step:,})"
+
+    def __str__(self) -> str:
+        """The run's state and the command that continues it, for the commands that show a run."""
+        if self.step is None:
+            return f"the run {self.ended}"
+        return f"the run {self.ended}; to continue it from there: {self.command}"
+
+    def rerun_line(self) -> str:
+        """What the same command says when it starts a new run after this one (rlexp.run.manager)."""
+        line = f"the last run of this config, {self.run_dir}, {self.ended}; this command starts a new run"
+        if self.step is None:
+            return line
+        return f"{line}; to continue that one from step {self.step:,} instead: {self.command}"
+
+
+def unfinished(record: RunRecord, run_dir: Path) -> Unfinished | None:
+    """How the run in ``run_dir`` continues when it ended unfinished (died, aborted, stopped by a signal):
+    from its resume point (rlexp.lifecycle.resume), by its command.txt; None for any other run."""
+    status = status_now(record, run_dir)
+    if status not in _ENDED:
+        return None
+    point = resume_point(run_dir, record)
+    command = read_command(run_dir) or f"its command with hydra.run.dir={run_dir}"
+    return Unfinished(run_dir, status, None if point is None else point.step, command)
+
+
+def unfinished_before(cfg: DictConfig, run_dir: Path) -> Unfinished | None:
+    """For a run starting in a folder of runs (outputs/<algo>-<env>/, whose ``latest`` points at it): the
+    newest earlier run of the same config there, when it ended unfinished (the same command run again
+    after a run was killed starts a new run: this says which run it leaves behind, and how it continues)."""
+    folder = run_dir.parent
+    link = folder / LATEST_LINK
+    if not link.is_symlink() or link.resolve() != run_dir.resolve():
+        return None
+    earlier = sorted(
+        (d for d in folder.iterdir() if d.name < run_dir.name and not d.name.startswith(".") and not d.is_symlink()),
+        reverse=True,
+    )
+    for other in earlier:
+        try:
+            record = read_record(other)
+            if (
+                record is None
+                or (record.seed, record.env_id) != (cfg.seed, cfg.env.id)
+                or config_difference(cfg, other)
+            ):
+                continue
+        except (ConfigError, OSError):  # (an unreadable run is not this config's, as far as can be told)
+            continue
+        return unfinished(record, other)
+    return None
 
 
 def completed_run(run_dir: Path) -> RunRecord | None:

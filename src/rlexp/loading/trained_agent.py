@@ -14,10 +14,11 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.build.backends import algo_class, algo_target, is_sbx
 from rlexp.errors import ConfigError
+from rlexp.lifecycle.state import Unfinished, unfinished
 from rlexp.loading.agent import checked_objects
 from rlexp.loading.spaces import aligned_spaces
 from rlexp.rundir.agents import FINAL
-from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
+from rlexp.rundir.contract import CONFIG_FILE, MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
 from rlexp.rundir.pickles import restricted_loads
 from rlexp.rundir.record import read_record
 from rlexp.zoo.runs import find_zoo_run, zoo_config_dict
@@ -45,12 +46,20 @@ def find_trained_agent(path: str) -> TrainedAgentFiles:
         zip_path, stats = agents[name]
         return TrainedAgentFiles(zip_path, stats or zoo.files_dir / VECNORMALIZE_FILE, zoo.folder / REPLAY_BUFFER_FILE)
     if p.is_dir():
+        if not (p / MODEL_FILE).is_file() and (left := _unfinished_run(p)) is not None:
+            raise ConfigError(f"trained_agent={path}: no final agent: {left}")
         p = p / MODEL_FILE
     if not p.is_file():
         raise ConfigError(f"trained_agent={path}: no such run dir or model .zip")
     if not zipfile.is_zipfile(p):
         raise ConfigError(f"trained_agent={path}: {p} is not an SB3 model .zip")
     return TrainedAgentFiles(p, p.parent / VECNORMALIZE_FILE, p.parent / REPLAY_BUFFER_FILE)
+
+
+def _unfinished_run(run_dir: Path) -> Unfinished | None:
+    """The run in ``run_dir`` when it died or was stopped before it saved its final agent."""
+    record = read_record(run_dir, remedy="fix or remove it") if (run_dir / CONFIG_FILE).is_file() else None
+    return None if record is None else unfinished(record, run_dir)
 
 
 def _recorded_algo(model_dir: Path) -> str | None:

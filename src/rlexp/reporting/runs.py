@@ -138,9 +138,12 @@ class Run:
     def seed(self) -> Any:
         return self.config.get("seed") if self.record.seed is None else self.record.seed
 
-    @property
+    @cached_property
     def status(self) -> str:
-        return self.record.status
+        """summary.json's status, ``died`` for a run it says is running whose process is gone."""
+        from rlexp.lifecycle.state import status_now
+
+        return status_now(self.record, self.dir)
 
 
 def _status_problem(record: RunRecord, run_dir: Path) -> str | None:

@@ -181,6 +181,15 @@ def _run_dir_of(path: Path) -> Path | None:
     return None
 
 
+class NoSuchAgent(ConfigError):
+    """The run dir ``run_dir`` has not saved the agent asked for (a run that died before it did: the
+    commands that read runs say how it continues, rlexp.zoo.runs.open_agent)."""
+
+    def __init__(self, run_dir: Path, message: str) -> None:
+        super().__init__(message)
+        self.run_dir = run_dir
+
+
 def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> SavedAgent:
     """The agent ``agent`` of the run dir ``path``, or the model ``path`` (a .zip inside a run dir). A run
     whose config names code outside rlexp's allow-list is refused unless ``trust`` (or RLEXP_TRUST) names
@@ -204,9 +213,10 @@ def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> Save
     agent_dir = _agent_dir(p, agent)
     if not (agent_dir / MODEL_FILE).is_file():
         have = _agents_of(p)
-        raise ConfigError(
+        raise NoSuchAgent(
+            p,
             f"--agent {agent}: {agent_dir / MODEL_FILE} does not exist"
-            + (f" (this run has: {', '.join(have)})" if have else " (this run saved no agent yet)")
+            + (f" (this run has: {', '.join(have)})" if have else " (this run saved no agent yet)"),
         )
     return _agent(agent, agent_dir / MODEL_FILE, p, trust)
 

@@ -160,6 +160,14 @@ def write_config(run_dir: Path, cfg: DictConfig, command: str) -> None:
     atomic_write_text(run_dir / COMMAND_FILE, command + "\n")
 
 
+def read_command(run_dir: Path) -> str | None:
+    """command.txt: the command that runs the run again in its dir (None when it is missing or unreadable)."""
+    try:
+        return (run_dir / COMMAND_FILE).read_text().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 @dataclass
 class Evaluations:
     """evaluations.npz (SB3's EvalCallback, RL Zoo's format): per evaluation, its step and episodes."""

@@ -32,11 +32,12 @@ from rlexp.config.env_families import family_of
 from rlexp.config.env_routing import preset_wrappers
 from rlexp.config.schema import ALGO_SCHEMAS
 from rlexp.errors import ConfigError, collapsed
+from rlexp.lifecycle.state import unfinished
 from rlexp.rundir import agents as rlexp_agents
 from rlexp.rundir.agents import FINAL, SavedAgent
 from rlexp.rundir.contract import BEST_DIR, CHECKPOINT_PREFIX, VECNORMALIZE_FILE
 from rlexp.rundir.contract import CONFIG_FILE as RLEXP_CONFIG_FILE
-from rlexp.rundir.record import ABSENT, RunRecord
+from rlexp.rundir.record import ABSENT, RunRecord, read_record
 from rlexp.rundir.trust import check_trusted
 from rlexp.zoo.format import ALGOS, WRAPPER_NAMES, rlexp_values, yaml_value
 from rlexp.zoo.moves import moved_env
@@ -360,7 +361,14 @@ def open_agent(path: str, agent: str = FINAL, trust: Iterable[str] = ()) -> Save
     p = Path(path).expanduser()
     zoo = None if (p / RLEXP_CONFIG_FILE).is_file() else find_zoo_run(p)
     if zoo is None:
-        return rlexp_agents.open_agent(path, agent, trust)
+        try:
+            return rlexp_agents.open_agent(path, agent, trust)
+        except rlexp_agents.NoSuchAgent as err:  # a run that died before it saved it: how it goes on
+            record = read_record(err.run_dir)
+            left = None if record is None else unfinished(record, err.run_dir)
+            if left is None:
+                raise
+            raise ConfigError(f"{err}; {left}") from None
     name = zoo.agent_of_zip(p) if p.is_file() else agent
     agents = zoo.agents()
     if name not in agents:
