@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import functools
 import html
 import importlib
 import inspect
@@ -152,6 +153,9 @@ def _schema_table(cls: type, prefix: str, group_choice: dict[str, str]) -> tuple
                 if group in group_choice and "." not in key
                 else _MISSING_TEXT
             )
+        elif key in _placed_groups():  # (schedule@lr_schedule: tuned): the option the defaults list picks
+            group, option = _placed_groups()[key]
+            shown = f"the `{group}` group's option (default `{option}`)"
         elif isinstance(default, dict) and default.get("_target_") in _schedule_names():
             shown = f"the `{_schedule_names()[default['_target_']]}` schedule"
         else:
@@ -159,6 +163,16 @@ def _schema_table(cls: type, prefix: str, group_choice: dict[str, str]) -> tuple
         text = ". ".join(t.rstrip(".") for t in (comments.get(f.name, ""), _range_text(cls, f.name)) if t)
         rows.append(f"| {_breakable(key)} | {_type_name(tp)} | {shown} | {_text(text)} |")
     return rows, nested
+
+
+@functools.cache
+def _placed_groups() -> dict[str, tuple[str, str]]:
+    """Keys that config.yaml fills with a group's option placed there (``schedule@lr_schedule: tuned``): key ->
+    (group, default option). The schema's default under such a key is what no option sets, never in effect."""
+    entries = _defaults_entries(CONF / "config.yaml")
+    return {
+        name.split("@", 1)[1]: (name.split("@", 1)[0], option) for name, option, _ in entries if "@" in name and option
+    }
 
 
 def _range_text(cls: type, name: str) -> str:
@@ -704,8 +718,9 @@ def _breakable(text: str) -> str:
 
 
 def _text(text: str) -> str:
-    """Comment text for a Markdown table cell: code spans kept, Markdown and HTML characters escaped."""
+    """Comment text for a Markdown table cell: code spans kept, Markdown and HTML characters escaped (a brace
+    too: ``{...}`` closing a cell would be read as the cell's attributes, attr_list's, and vanish)."""
     parts = text.split("`")
     for i in range(0, len(parts), 2):  # outside code spans
-        parts[i] = re.sub(r"([\\*_\[\]])", r"\\\1", parts[i]).replace("<", "&lt;")
+        parts[i] = re.sub(r"([\\*_\[\]{}])", r"\\\1", parts[i]).replace("<", "&lt;")
     return "`".join(parts).replace("|", "\\|")

@@ -397,3 +397,13 @@ def test_a_multirun_whose_jobs_all_fail_says_only_why(tmp_path):
     result = rlexp_cli(["-m", *FAST, "seed=-1,-2", "hydra.sweep.dir=sweep"], cwd=tmp_path)
     assert result.returncode == 1 and "seed=-1: must be >= 0" in result.stderr
     assert "report" not in result.stdout + result.stderr and not (tmp_path / "sweep" / "report").exists()
+
+
+@pytest.mark.unit
+def test_a_group_of_one_seed_run_again_is_not_called_seeds():
+    from rlexp.reporting.make import over_runs
+
+    assert over_runs({"n": 4, "seeds": [0, 1, 2, 3]}) == "over 4 seeds"
+    assert over_runs({"n": 4, "seeds": [0, 0, 0, 0]}) == "over 4 runs of seed 0"
+    assert over_runs({"n": 3, "seeds": [0, 0, 1]}) == "over 3 runs of 2 seeds"
+    assert over_runs({"n": 1}) == "over 1 seed"  # (a row of all envs: runs, not seeds, are counted)

@@ -80,6 +80,18 @@ def write_report(
     return report
 
 
+def over_runs(row: dict[str, Any]) -> str:
+    """``over 4 seeds``, as the row's runs are: ``over 4 runs of seed 0`` where they share their seed (runs
+    repeated, not seeds: their CI says nothing of other seeds), ``over 4 runs of 2 seeds`` where some do."""
+    n, seeds = int(row["n"]), row.get("seeds")
+    distinct = sorted(set(seeds)) if seeds is not None else None
+    if distinct is None or len(distinct) == n:
+        return f"over {n} seed{'s' * (n != 1)}"
+    if len(distinct) == 1:
+        return f"over {n} runs of seed {distinct[0]}"
+    return f"over {n} runs of {len(distinct)} seeds"
+
+
 def aggregate_lines(report: dict[str, Any], limit: int = 10) -> list[str]:
     """One line per group and env: IQM and its CI over the seeds (what a multirun prints at its end)."""
     confidence = report["settings"]["confidence"]
@@ -87,9 +99,7 @@ def aggregate_lines(report: dict[str, Any], limit: int = 10) -> list[str]:
     for row in report["groups"][:limit]:
         iqm = row[IQM.key(Scores.RAW)]
         ci = f" [{confidence:.0%} CI {iqm['low']:.2f}, {iqm['high']:.2f}]" if iqm["low"] is not None else ""
-        lines.append(
-            f"{row['group']} on {row['env']}: {IQM.label} {iqm['value']:.2f}{ci} over {row['n']} seed{'s' * (row['n'] != 1)}"
-        )
+        lines.append(f"{row['group']} on {row['env']}: {IQM.label} {iqm['value']:.2f}{ci} {over_runs(row)}")
     if len(report["groups"]) > limit:
         lines.append(f"... and {len(report['groups']) - limit} more (groups.csv)")
     return lines
