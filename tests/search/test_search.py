@@ -120,12 +120,13 @@ def test_search_end_to_end_results_retrain_and_resume(tmp_path):
     assert "nothing to run: raise hydra.sweeper.n_trials above 5" in result.stdout + result.stderr
     assert len(_study(tmp_path).trials) == 5
     # another search space in the same sweep dir is refused, naming the change and the commands of both
-    other = [*SMALL, "hydra.sweeper.n_trials=1", "algo.n_epochs=3", "hydra/launcher=basic"]
+    # (algo.gamma fixed: out of the search space's file; tests/search/test_same_search.py: the same search)
+    other = [*SMALL, "hydra.sweeper.n_trials=1", "algo.gamma=0.9", "hydra/launcher=basic"]
     result = rlexp_cli(other, cwd=tmp_path)
     (line,) = stderr_lines(result)
     assert result.returncode == 1 and line.startswith(
         f"rlexp: error: study ppo-cartpole in sqlite:///{tmp_path / 'sweep' / 'study.db'} was made for another search "
-        "(algo.n_epochs=3 now, choice(1, 4) in the study); a new search: rlexp "
+        "(algo.gamma=0.9 now, choice(0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999) in the study); a new search: rlexp "
     )
     assert len(_study(tmp_path).trials) == 5
     new, same = re.fullmatch(r".*; a new search: (rlexp .*); this one: (rlexp .*)", line).groups()

@@ -51,14 +51,18 @@ from rlexp.search.study import (
     RUN_NUMBER_ATTR,
     SEARCH_ATTR,
     SEARCH_COMMAND_ATTR,
+    SEARCH_CONFIG_ATTR,
+    SearchConfig,
     counted_trials,
     finished_trials,
     hand_over,
     lost_trial,
     owner,
     reclaim_interrupted_trials,
+    recorded_overrides,
     search_changes,
     search_record,
+    searched,
 )
 
 log = logging.getLogger(__name__)
@@ -105,6 +109,7 @@ class OptunaSweeper(Sweeper):
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
+        self.config_loader = hydra_context.config_loader  # (an earlier study's config is composed again)
         self.launcher = Plugins.instance().instantiate_launcher(
             hydra_context=hydra_context, task_function=task_function, config=config
         )
@@ -155,9 +160,10 @@ class OptunaSweeper(Sweeper):
                     f"give hydra.sweeper.seed instead (now {self.seed})"
                 )
 
-    def _open_study(self, search: dict[str, str]) -> optuna.Study:
+    def _open_study(self, space: dict[str, Any], fixed: list[str]) -> optuna.Study:
         """The study, created or loaded; nothing is written to it when any setting is wrong, nor when it
-        was made for another search (``search``: search_record)."""
+        was made for another search (``space``: the distributions searched; ``fixed``: the overrides that
+        fix values)."""
         url = self.storage_url or f"sqlite:///{self.sweep_dir / 'study.db'}"
         if url.startswith("sqlite:///"):
             Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
@@ -184,14 +190,37 @@ class OptunaSweeper(Sweeper):
                 pruner=self.pruner,
                 load_if_exists=True,
             )
-        recorded = study.user_attrs.get(SEARCH_ATTR)
-        if recorded is None:  # a new study (or one an earlier release made): this search is its own
-            study.set_user_attr(SEARCH_ATTR, search)
+        words, now = search_record(space, fixed), SearchConfig.of(self.config, searched(space), fixed)
+        recorded, by_config = study.user_attrs.get(SEARCH_ATTR), study.user_attrs.get(SEARCH_CONFIG_ATTR)
+        if recorded is None and by_config is None:  # a new study (or one an early release made): its own
+            study.set_user_attr(SEARCH_ATTR, words)  # (as typed: what releases before the config's compare)
+            study.set_user_attr(SEARCH_CONFIG_ATTR, now.record())
             study.set_user_attr(SEARCH_COMMAND_ATTR, shlex.join(["rlexp", *_argv_shown()]))
-        elif recorded != search:
+            return study
+        if by_config is not None:
+            changes = SearchConfig.from_record(by_config).changes(now)
+        elif recorded == words:
+            changes = []
+        else:  # a study of an earlier release, typed otherwise: the config its words compose
+            before = self._composed(recorded)
+            changes = search_changes(recorded, words) if before is None else before.changes(now)
+        if changes:
             command = study.user_attrs.get(SEARCH_COMMAND_ATTR, "the command that made it")
-            raise ConfigError(self._another_search(url, search_changes(recorded, search), command))
+            raise ConfigError(self._another_search(url, changes, command))
+        if by_config is None:  # (from now on compared by its config)
+            study.set_user_attr(SEARCH_CONFIG_ATTR, now.record())
         return study
+
+    def _composed(self, recorded: dict[str, str]) -> SearchConfig | None:
+        """The search of a study that an earlier release made, which kept only its command's words
+        (search_record): its fixed overrides composed again, with this command's ``hydra.*`` ones; None when
+        they no longer compose (a key it added with ``+``, an option since removed)."""
+        fixed, space = recorded_overrides(recorded)
+        try:
+            config = self.config_loader.load_sweep_config(self.config, fixed)
+        except Exception:  # (Hydra's and OmegaConf's errors: the words are compared instead)
+            return None
+        return SearchConfig.of(config, space, fixed)
 
     def _another_search(self, url: str, changes: list[str], command: str) -> str:
         """Why a study made for another search is not continued, and a new one's command line."""
@@ -221,7 +250,7 @@ class OptunaSweeper(Sweeper):
         space = parse_search_space(self.params, sweeps, self.config, fixed)
         if not space:
             raise ConfigError("hydra.sweeper.params is empty: nothing to search (use hparams=search)")
-        study = self._open_study(search_record(space, fixed))
+        study = self._open_study(space, fixed)
         os.environ[ENV_STORAGE] = self.storage_url  # (for the jobs, whichever launcher starts them)
         self._reseed_for_existing_trials(study)
         reclaimed = reclaim_interrupted_trials(study)

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import optuna
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
@@ -31,15 +37,21 @@ REQUEUED_FROM_ATTR = "requeued_from"  # a trial that runs a lost trial's paramet
 RUN_DIR_ATTR = "rlexp_run_dir"
 COMMAND_ATTR = "rlexp_command"
 
-SEARCH_ATTR = "rlexp_search"  # what the study searches: each key searched (its distribution) or fixed (its value)
+SEARCH_ATTR = "rlexp_search"  # what the study searches as typed: each key searched (its distribution) or fixed
+# what it searches by the sweep's composed config (SearchConfig.record); studies of earlier releases lack it
+SEARCH_CONFIG_ATTR = "rlexp_search_config"
 SEARCH_COMMAND_ATTR = "rlexp_search_command"  # the command line that made the study
 # overrides that change how a search runs or is watched, not what its trials train: free to change on resume
 NOT_THE_SEARCH = ("hydra", "logger", "curves", "torch_threads", "device")
+# keys of the composed config that each trial sets: its seed (hydra.sweeper.seed + k), and the space as the
+# search_space file writes it (the keys searched are compared by their distributions)
+PER_TRIAL = ("seed", "search_space")
+_UNSET = "(unset)"
 
 
 def search_record(space: dict[str, optuna.distributions.BaseDistribution], fixed: list[str]) -> dict[str, str]:
-    """The search a study was made for, as the command line wrote it, to compare a later command with."""
-    record = {name.lstrip("+"): described(distribution) for name, distribution in space.items()}
+    """The search a study was made for, as the command line wrote it (what earlier releases compared)."""
+    record = searched(space)
     for line in fixed:
         key, _, value = line.partition("=")
         if not key.lstrip("+~").startswith(NOT_THE_SEARCH):
@@ -47,13 +59,119 @@ def search_record(space: dict[str, optuna.distributions.BaseDistribution], fixed
     return dict(sorted(record.items()))
 
 
+def searched(space: dict[str, optuna.distributions.BaseDistribution]) -> dict[str, str]:
+    """Each key searched, as the command line writes its distribution: ``choice(32, 64)``."""
+    return {name.lstrip("+"): described(distribution) for name, distribution in space.items()}
+
+
 def search_changes(recorded: dict[str, str], now: dict[str, str]) -> list[str]:
-    """What differs between the search a study was made for and this one, key by key."""
+    """What differs between the search a study was made for and this one, key by key (as typed)."""
     return [
-        f"{key}={now.get(key, '(unset)')} now, {recorded.get(key, '(unset)')} in the study"
+        f"{key}={now.get(key, _UNSET)} now, {recorded.get(key, _UNSET)} in the study"
         for key in sorted(recorded.keys() | now.keys())
         if recorded.get(key) != now.get(key)
     ]
+
+
+def recorded_overrides(recorded: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """A study's record as typed (``search_record``, all that earlier releases kept) split into the overrides
+    that fixed values, to compose its config again, and the keys it searched with their distributions."""
+    parser = OverridesParser.create()
+    fixed, space = [], {}
+    for key, value in recorded.items():
+        if value == "(removed)":
+            fixed.append(f"~{key}")
+            continue
+        try:
+            sweep = parser.parse_override(f"{key}={value}").is_sweep_override()
+        except Exception:  # (no longer Hydra's grammar: composing it fails, and the words are compared)
+            sweep = False
+        if sweep:
+            space[key] = value
+        else:
+            fixed.append(f"{key}={value}")
+    return fixed, space
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """What a study searches, by the sweep's composed config (defaults filled): each key as a dotted name,
+    with its value, or its distribution when searched; ``hydra.*``, the keys that only change how a search
+    runs or is watched (NOT_THE_SEARCH) and those each trial sets (PER_TRIAL) left out. Two commands that
+    compose the same are one search, however they were typed (``env=cartpole``, the default, or not).
+
+    ``typed``: the keys its command named (fixed or searched). A key that one side lacks differs only when
+    a command named it (or a node above it, ``+algo.policy_kwargs=...``): a key that a release of rlexp
+    added or removed since the study was made is no change of the search, a ``+key=`` or ``~key`` is."""
+
+    config: dict[str, Any]
+    typed: frozenset[str]
+
+    @classmethod
+    def of(cls, config: DictConfig, space: dict[str, str], fixed: list[str]) -> SearchConfig:
+        """From the sweep's composed config, the searched keys' distributions (``searched``) and its command's
+        fixed overrides. Interpolations stay as written: a key that follows a searched one is no change."""
+        tree = OmegaConf.to_container(config, resolve=False, enum_to_str=True)
+        found: dict[str, Any] = {}
+        for key, value in _dotted(tree).items():  # type: ignore[arg-type]
+            group = next((name for name in space if key == name or key.startswith(f"{name}.")), None)
+            if group is not None:  # (a searched group's keys: its choices, where they were)
+                found.setdefault(group, space[group])
+            elif not _under(key, (*NOT_THE_SEARCH, *PER_TRIAL)):
+                found[key] = value
+        found.update({name: d for name, d in space.items() if name not in found})  # (keys a trial adds: +key)
+        typed = {line.split("=", 1)[0].lstrip("+~") for line in fixed} | set(space)
+        # as the study holds it (JSON: lists, not tuples), so that the two compare alike
+        return cls(json.loads(json.dumps(found)), frozenset(k for k in typed if not _under(k, NOT_THE_SEARCH)))
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> SearchConfig:
+        return cls(dict(record["config"]), frozenset(record.get("typed", ())))
+
+    def record(self) -> dict[str, Any]:
+        """What the study keeps (SEARCH_CONFIG_ATTR): the config, the keys typed, and a hash of the config."""
+        return {"sha256": self.sha256, "config": self.config, "typed": sorted(self.typed)}
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(json.dumps(self.config, sort_keys=True).encode()).hexdigest()
+
+    def changes(self, now: SearchConfig) -> list[str]:
+        """What differs in ``now`` from the search the study was made for (self), key by key: those a
+        command named first (``callbacks.eval.n_episodes=3``), then in the config's order; each with both values,
+        ``algo.n_epochs=3 now, choice(1, 4) in the study``."""
+        if now.sha256 == self.sha256:
+            return []
+        typed = self.typed | now.typed
+        # (a group's name, algo=ppo, names its option: not each key under it, which a release may add to)
+        nodes = tuple(name for name in typed if "." in name)
+        found = []  # (whether a command named it, the change): a key typed first, then the config's order
+        for key in [*now.config, *(k for k in self.config if k not in now.config)]:
+            before, after = self.config.get(key, _UNSET), now.config.get(key, _UNSET)
+            named = key in typed or _under(key, nodes)
+            if before != after and (named or _UNSET not in (before, after)):
+                found.append((not named, f"{key}={_shown(after)} now, {_shown(before)} in the study"))
+        return [change for _, change in sorted(found, key=lambda item: item[0])]
+
+
+def _dotted(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys to leaf values (an empty dict, a list: a leaf)."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            flat.update(_dotted(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _under(key: str, roots: tuple[str, ...]) -> bool:
+    return any(key == root or key.startswith(f"{root}.") for root in roots)
+
+
+def _shown(value: Any) -> str:
+    """A value as an override writes it: text as is, others as JSON (3, 0.99, true, null, [64, 64])."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def owner() -> str:
