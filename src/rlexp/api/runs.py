@@ -21,7 +21,7 @@ REPORT_TABLES = ("groups", "aggregate", "comparisons", "reference_verdicts", "zo
 
 
 class Run:
-    """A run dir: its config.yaml, summary.json and saved agents (final, best, step_<N>); or an RL Zoo log
+    """A run dir: its config.yaml, summary.json and saved agents (final, best, ``step_<N>``); or an RL Zoo log
     folder, read as one (rlexp.zoo.runs)."""
 
     def __init__(self, path: str | Path, trust: Sequence[str] = ()) -> None:
@@ -85,7 +85,7 @@ class Run:
         return read_config(self.dir, remedy="not a run dir of this rlexp?")  # (data: nothing built from it)
 
     def load_agent(self, which: str = "final") -> BaseAlgorithm:
-        """The agent ``which`` (final, best or step_<N>), its env the run's eval env with the agent's
+        """The agent ``which`` (final, best or ``step_<N>``), its env the run's eval env with the agent's
         VecNormalize statistics, frozen: ``env = model.get_env(); model.predict(env.reset())``."""
         from rlexp.build.envs import build_vec_env
         from rlexp.loading.agent import load_agent
@@ -129,7 +129,7 @@ def report(paths: Sequence[str | Path], **options: Any) -> dict[str, pd.DataFram
     """``rlexp report PATHS`` with ``options`` as its flags (group_by=None: by config, metric="final", target=None,
     baseline=None, reference=False, out=None, reps=50000, ci=0.95, seed=0, format="png"); writes the report's dir as
     the command does and returns its tables as pandas DataFrames: groups (per group and env: IQM, mean...,
-    each with its CI as <name>_low and <name>_high), aggregate (over envs), comparisons (pairs of groups: difference, p-value, power),
+    each with its CI as ``<name>_low`` and ``<name>_high``), aggregate (over envs), comparisons (pairs of groups: difference, p-value, power),
     reference_verdicts (with reference=True: each group against its reference), zoo_published (with
     reference=True: RL Zoo's published score beside each group of a tuned pair without one) and runs (one row per run,
     its group and score). Needs pandas: pip install 'rlexp[pandas]'."""

@@ -27,7 +27,7 @@ def train(config: DictConfig | Sequence[str] = (), run_dir: str | Path | None = 
     """Trains one run as ``rlexp <overrides>`` does and returns it.
 
     ``config``: overrides (``["algo=sac", "env=pendulum"]``) or a config from ``rlexp.compose``, changed
-    or not; ``run_dir``: where the run goes (default: the command's outputs/<algo>-<env>/<time>); a dir
+    or not; ``run_dir``: where the run goes (default: the command's ``outputs/<algo>-<env>/<time>``); a dir
     holding a stopped run resumes it. A bad config raises ``rlexp.ConfigError`` with the command's line
     and leaves no run dir; a run that meets a NaN raises ``Diverged``; a stop signal ``Interrupted``
     (its checkpoint resumes). Hydra's global state, the signal handlers and torch's thread count are
