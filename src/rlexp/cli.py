@@ -85,6 +85,7 @@ def main() -> None:
     _refuse_foreign_flags(sys.argv[1:])
     overrides, flags = _split_flags(sys.argv[1:])
     _refuse_two_modes(flags)
+    _refuse_blank_dirs(overrides)
     overrides, moved = command_overrides(overrides)
     sys.argv[1:] = [*overrides, *flags]  # Hydra's argparse takes its overrides as one run of words
     if moved is not None:
@@ -144,6 +145,19 @@ def _refuse_two_modes(flags: list[str]) -> None:
         sys.exit(1)
 
 
+# Hydra's dirs, which it takes empty as the working directory: a run would write its files among the user's
+_DIR_KEYS = ("hydra.run.dir", "hydra.sweep.dir")
+
+
+def _refuse_blank_dirs(overrides: list[str]) -> None:
+    """``hydra.run.dir=`` with its value left out: refused in one line rather than a run in the working dir."""
+    for override in overrides:
+        key, eq, value = override.partition("=")
+        if eq and key.lstrip("+") in _DIR_KEYS and not value.strip("'\" "):
+            print(f"rlexp: error: {override}: no value; give a dir: {key}=<dir>", file=sys.stderr)
+            sys.exit(1)
+
+
 def _refuse_foreign_flags(args: list[str]) -> None:
     """RL Zoo's flags, or any flag Hydra does not know, in one line (Hydra's argparse prints its usage)."""
     line = zoo_line(args)
@@ -184,6 +198,9 @@ def _app() -> None:
         multirun_end = sys.modules.get("rlexp.reporting.multirun_end")  # (loaded by Hydra's callbacks, if at all)
         if multirun_end is not None and type(err).__name__ != "UncompletedJobError":
             multirun_end.report_after_failure()
+        front_door = sys.modules.get("rlexp.run.front_door")
+        if front_door is not None:
+            front_door.remove_unlaunched_sweep()
         raise
     finally:
         multirun_end = sys.modules.get("rlexp.reporting.multirun_end")

@@ -18,7 +18,7 @@ _composed: dict[int, tuple[weakref.ref[DictConfig], list[str], DictConfig]] = {}
 
 def user_error(err: BaseException) -> ConfigError:
     """Hydra's and OmegaConf's errors as the command's one line."""
-    from rlexp.config.messages import one_line
+    from rlexp.run.mistakes import one_line
 
     return ConfigError(one_line(err))
 

@@ -15,9 +15,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from rlexp.config.messages import one_line
 from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Interrupted
+from rlexp.run.mistakes import one_line
 
 if TYPE_CHECKING:  # (torch and SB3 load only when a run starts)
     from rlexp.rundir.record import RunRecord

@@ -552,14 +552,18 @@ def _is_int(tp: Any) -> bool:
     return tp is int or (typing.get_origin(tp) is typing.Union and int in typing.get_args(tp))
 
 
-def integer_keys() -> set[str]:
-    """Dotted keys typed int in some schema (``n_timesteps``, ``algo.buffer_size``, ``env.n_envs``...): the
-    command line accepts whole floats such as ``1e6`` for them."""
+def _is_list(tp: Any) -> bool:
+    optional = typing.get_origin(tp) is typing.Union
+    return any(typing.get_origin(t) in (list, List) for t in (typing.get_args(tp) if optional else (tp,)))
+
+
+def _keys_typed(test: typing.Callable[[Any], bool]) -> set[str]:
+    """Dotted keys whose type passes ``test`` in some schema: the experiment's, and ``algo.*`` any algorithm's."""
     keys: set[str] = set()
 
     def walk(schema: type, prefix: str) -> None:
         for name, tp in typing.get_type_hints(schema).items():
-            if _is_int(tp):
+            if test(tp):
                 keys.add(prefix + name)
             elif dataclasses.is_dataclass(tp):
                 walk(tp, f"{prefix}{name}.")
@@ -568,3 +572,14 @@ def integer_keys() -> set[str]:
     for schema in ALGO_SCHEMAS.values():
         walk(schema, "algo.")
     return keys
+
+
+def integer_keys() -> set[str]:
+    """Dotted keys typed int in some schema (``n_timesteps``, ``algo.buffer_size``, ``env.n_envs``...): the
+    command line accepts whole floats such as ``1e6`` for them."""
+    return _keys_typed(_is_int)
+
+
+def list_keys() -> set[str]:
+    """Dotted keys typed as a list (``logger.formats``, ``env.aliases``...): ``key=a,b`` there may mean a list."""
+    return _keys_typed(_is_list)

@@ -66,9 +66,14 @@ def check_policy_kwargs(cfg: DictConfig) -> None:
 
 
 def did_you_mean(key: str, known: list[str]) -> str:
-    """' (did you mean n_timesteps?)' for a misspelt key, '' when nothing is close."""
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
+    """' (did you mean n_timesteps?)' for a misspelt key, '' when nothing is close; case aside (``algo=PPO``),
+    and both of two that are as close (``n_eval_episodes``: final_episodes or n_episodes)."""
+    scored = sorted(((difflib.SequenceMatcher(None, key.lower(), k.lower()).ratio(), k) for k in known), reverse=True)
+    close = [k for score, k in scored[:2] if score >= max(0.6, scored[0][0] - _TIE)]
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+_TIE = 0.05  # two suggestions this close in similarity are both named
 
 
 def reject_unknown_keys(node: DictConfig, path: str = "") -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import yaml
 
 from rlexp.errors import ConfigError
+from rlexp.files.atomic import naming_the_path
 from rlexp.rundir.contract import (
     CURVES_FILE,
     EVALUATIONS_FILE,
@@ -198,8 +199,9 @@ def draw(curves: list[Curves], path: Path, title: str | None = None) -> Path:
         fig.suptitle(title)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
-    fig.savefig(partial, format=path.suffix.lstrip(".") or "png", dpi=110)
-    partial.replace(path)
+    with naming_the_path(path):  # (a dir that is not writable: said of the figure's own name)
+        fig.savefig(partial, format=path.suffix.lstrip(".") or "png", dpi=110)
+        partial.replace(path)
     return path
 
 

@@ -45,14 +45,28 @@ def atomic_write(dest: Path, write: Callable[[Path], Any]) -> None:
 
 @contextmanager
 def naming_the_path(path: Path) -> Iterator[None]:
-    """An OSError that names no file (a full disk while a library writes: ``None: No space left on
-    device``) names ``path``, the file or dir being written."""
+    """An OSError names ``path``, the file or dir being written, as the user gave it: never its temporary
+    sibling (``.NAME.tmpPID``, ``.NAME.partial-...``) nor a file in one (``report.md`` of a dir being
+    staged: its place in ``path``); nor ``None`` (a full disk while a library writes: ``None: No space
+    left on device``)."""
     try:
         yield
     except OSError as err:
-        if err.filename is None and err.errno is not None:
-            raise OSError(err.errno, err.strerror, str(path)) from err
+        shown = [_as_written(name, path) for name in (err.filename, err.filename2)]
+        if shown != [err.filename, err.filename2] or (err.filename is None and err.errno is not None):
+            raise OSError(err.errno, err.strerror, str(shown[0] or path), None, shown[1]) from err
         raise
+
+
+def _as_written(name: str | bytes | None, dest: Path) -> str | None:
+    """``name`` of an OSError where it is a temporary of ``dest`` (or in one): that place in ``dest``."""
+    if not isinstance(name, str):
+        return None if name is None else os.fsdecode(name)
+    inner = Path(name)
+    for temporary in (inner, *inner.parents):
+        if temporary.parent == dest.parent and temporary.name.startswith((f".{dest.name}.", f".{dest.stem}.tmp")):
+            return str(dest / inner.relative_to(temporary)) if inner != temporary else str(dest)
+    return name
 
 
 def replace_durably(tmp: Path, dest: Path) -> None:
@@ -142,7 +156,7 @@ def replaced_dir(dest: Path) -> Iterator[Path]:
     Two writers at once write into their own siblings and swap in turn (the last one's dir stays); what
     killed writers left is removed."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(dest.parent):
+    with _locked(dest.parent), naming_the_path(dest):  # (a dir that is not writable: said of dest)
         _remove_leftovers(dest)
         staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-{_HOST}-"))
         held = os.open(staging, os.O_RDONLY)  # locked while this process writes into it
@@ -154,7 +168,7 @@ def replaced_dir(dest: Path) -> Iterator[Path]:
         staging.chmod(0o777 & ~umask)  # mkdtemp's dir is private (0700); the swapped-in dir is a plain one
         with naming_the_path(dest):
             yield staging
-        with _locked(dest.parent):
+        with _locked(dest.parent), naming_the_path(dest):
             old = dest.with_name(f".{dest.name}.old-{_HOST}-{staging.name.rsplit('-', 1)[-1]}")
             if dest.exists():
                 dest.rename(old)

@@ -36,6 +36,7 @@ from rlexp.config.validation import (
 )
 from rlexp.errors import ConfigError, Refused, one_line_error, warning_line
 from rlexp.lifecycle import lock
+from rlexp.run.mistakes import check_group_keys, check_required
 from rlexp.rundir.contract import LOCK_FILE
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,9 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
     from rlexp.build.device import check_device
     from rlexp.trackers import check_installed
 
+    check_required(cfg, overrides)
     reject_unknown_keys(cfg)
+    check_group_keys(cfg, overrides)
     check_installed(cfg)
     _check_stop(cfg)
     check_tuned(choices, overrides)
@@ -202,3 +205,30 @@ class FrontDoor(Callback):
             check_static(job_config(config), dict(config.hydra.runtime.choices), fixed, here=False)
         except Exception as err:
             raise Refused(err) from err
+        global _sweep
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        _sweep = (sweep_dir, _first_missing(sweep_dir))
+
+
+# the sweep dir of the multirun under way in this process, and the topmost dir of it that it creates
+_sweep: tuple[Path, Path | None] | None = None
+_SWEEP_FILE = "multirun.yaml"  # what Hydra writes in a sweep dir before its first job
+
+
+def remove_unlaunched_sweep() -> None:
+    """A multirun that failed before its first job (a swept value refused: ``-m env.vec_env=dumy,dummy``)
+    leaves no sweep dir: it holds only Hydra's multirun.yaml; the parents it created go too, if empty."""
+    global _sweep
+    if _sweep is None:
+        return
+    (sweep_dir, created), _sweep = _sweep, None
+    if created is None or not sweep_dir.is_dir() or [p.name for p in sweep_dir.iterdir()] != [_SWEEP_FILE]:
+        return
+    (sweep_dir / _SWEEP_FILE).unlink()
+    for empty in [sweep_dir, *sweep_dir.parents]:
+        if not empty.resolve().is_relative_to(created.resolve()):
+            return
+        try:
+            empty.rmdir()
+        except OSError:  # (another command's dir is there now)
+            return

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig
 
 from rlexp.errors import ConfigError, one_line_error
-from rlexp.files.atomic import atomic_write, fsync_dir, remove_partial_saves
+from rlexp.files.atomic import atomic_write, fsync_dir, naming_the_path, remove_partial_saves
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import check_parameters
 from rlexp.rundir.checksums import check_unchanged
@@ -72,10 +72,11 @@ def save_agent_dir(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = F
     for stale in (tmp, old):
         shutil.rmtree(stale, ignore_errors=True)
     try:
-        save_agent(model, tmp, replay_buffer)
-        if dest_dir.exists():
-            os.replace(dest_dir, old)
-        os.replace(tmp, dest_dir)
+        with naming_the_path(dest_dir):  # (a full disk: said of best/, not of its hidden sibling)
+            save_agent(model, tmp, replay_buffer)
+            if dest_dir.exists():
+                os.replace(dest_dir, old)
+            os.replace(tmp, dest_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(old, ignore_errors=True)
