@@ -1,7 +1,9 @@
 """The built docs site as a reader sees it: each page rendered by headless Chromium from disk with every
 network request refused, at 1280 pixels, and what is on screen measured (no raw diagram source, tables and
-figures within the page, no key broken inside a word, a header over every column). Screenshots are kept
-under $RLEXP_ARTIFACTS/docs-site/ when that is set (.ci/run sets it)."""
+figures within the page, no key broken inside a word, a header over every column, no code block cut at the edge
+or under its copy button), and the page's text held against its Markdown: every code span, code line and
+``<placeholder>`` of the source is on screen verbatim. Screenshots are kept under $RLEXP_ARTIFACTS/docs-site/
+when that is set (.ci/run sets it)."""
 
 from __future__ import annotations
 
