@@ -22,12 +22,12 @@ from rlexp.commands import is_verb, run_verb
 from rlexp.commands.console import show_warnings_on_one_line
 from rlexp.commands.train import FULL_ERROR as _FULL_ERROR
 from rlexp.commands.train import USER_ERRORS, exit_with, train_job
-from rlexp.commands.zoo_flags import zoo_line
 from rlexp.config import hydra_versions
 from rlexp.config.overrides import as_override
 from rlexp.errors import Diverged, Interrupted, Refused, collapsed
 from rlexp.process_exit import exit_without_teardown, stopped_by_ctrl_c
 from rlexp.run.compose import command_overrides, register_hydra
+from rlexp.zoo.flags import zoo_line
 
 register_hydra()
 
@@ -195,17 +195,17 @@ def _app() -> None:
     try:
         app()
     except (Exception, Refused) as err:
-        multirun_end = sys.modules.get("rlexp.reporting.multirun_end")  # (loaded by Hydra's callbacks, if at all)
-        if multirun_end is not None and type(err).__name__ != "UncompletedJobError":
-            multirun_end.report_after_failure()
+        seed_report = sys.modules.get("rlexp.run.seed_report")  # (loaded by Hydra's callbacks, if at all)
+        if seed_report is not None and type(err).__name__ != "UncompletedJobError":
+            seed_report.report_after_failure()
         front_door = sys.modules.get("rlexp.run.front_door")
         if front_door is not None:
             front_door.remove_unlaunched_sweep()
         raise
     finally:
-        multirun_end = sys.modules.get("rlexp.reporting.multirun_end")
-        if multirun_end is not None:
-            multirun_end.forget()
+        seed_report = sys.modules.get("rlexp.run.seed_report")
+        if seed_report is not None:
+            seed_report.forget()
 
 
 def _main(command: Callable[[], None]) -> None:

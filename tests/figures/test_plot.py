@@ -27,7 +27,7 @@ def multirun(tmp_path_factory) -> Path:
 
 
 def test_a_seed_multirun_ends_with_its_report(multirun):
-    report = json.loads((multirun / "report" / "report.json").read_text())  # (rlexp.reporting.multirun_end)
+    report = json.loads((multirun / "report" / "report.json").read_text())  # (rlexp.run.seed_report)
     assert [(row["group"], row["n"]) for row in report["groups"]] == [("ppo", 2)]
 
 

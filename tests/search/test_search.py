@@ -89,6 +89,15 @@ def test_search_end_to_end_results_retrain_and_resume(tmp_path):
         keys = [o.split("=", 1)[0] for o in overrides]
         assert len(keys) == len(set(keys)), line
     assert {p.name for p in (sweep / "plots").iterdir()} >= {"history.png", "intermediate_values.png"}
+    # each trial's first lines say the values it samples, over the tuned file's
+    started = [line for line in result.stdout.splitlines() if line.startswith("rlexp: search trial ")]
+    tuned = [line for line in result.stdout.splitlines() if line.startswith("rlexp: tuned hyperparameters: ")]
+    assert len(started) == len(tuned) == 4 and all(
+        line.endswith(", under the trial's sampled values") for line in tuned
+    )
+    for t, line in zip(sorted(study.trials, key=lambda t: t.number), sorted(started), strict=True):
+        for key in t.params:
+            assert f" {key}=" in line or f": {key}=" in line, (key, line)
     for t in study.trials:
         summary = json.loads((sweep / f"trial_{t.number:04d}" / "summary.json").read_text())
         assert summary["seed"] == t.number  # trial k trains with sweep seed + k

@@ -44,7 +44,7 @@ def run_verb(argv: list[str]) -> NoReturn:
     """Runs ``rlexp <verb> <args>``; an unknown verb is refused with the closest one."""
     verb, args = argv[0], argv[1:]
     if verb == "train":  # RL Zoo's train.py, SB3 scripts
-        from rlexp.commands.zoo_flags import zoo_overrides
+        from rlexp.zoo.flags import zoo_overrides
 
         overrides = " ".join(zoo_overrides(args) or args)
         print(f"rlexp: error: rlexp trains without a command word: rlexp {overrides}".rstrip(), file=sys.stderr)

@@ -27,12 +27,13 @@ _OMEGACONF = tuple(int(part) for part in omegaconf.__version__.split(".")[:2])
 _WHITELIST = getattr(hydra.utils, "execution_whitelist", None)
 # Hydra's name resolvers: the dotted name in their ``path`` is what they call
 NAME_RESOLVERS = ("hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object")
-# what Hydra itself builds from rlexp's configs: the logging config's formatter (conf/hydra/*_logging) and
-# the callbacks of conf/config.yaml (Hydra adds its own logging handlers to any whitelist)
+# what Hydra itself builds from rlexp's configs: the logging config's formatter and filter (conf/hydra/*_logging)
+# and the callbacks of conf/config.yaml (Hydra adds its own logging handlers to any whitelist)
 HYDRA_TARGETS = (
     "rlexp.commands.console.ConsoleFormatter",
+    "rlexp.commands.console.BelowWarning",
     "rlexp.run.front_door.FrontDoor",
-    "rlexp.reporting.multirun_end.SeedReport",
+    "rlexp.run.seed_report.SeedReport",
 )
 
 

@@ -399,9 +399,11 @@ class DiagnosticsConfig:
     # on-policy: explained variance <= 0 in each of the first this many updates (the value function
     # learns nothing; checked until it first exceeds 0: a mastered env's returns hardly vary)
     explained_variance_updates: Optional[int] = ranged(10, POSITIVE)
-    # PPO: an update whose approx_kl or clip_fraction exceeds these (steps too large for its trust region)
+    # PPO: approx_kl or clip_fraction above these (steps too large for its trust region) in kl_updates updates
+    # in a row (one spike is noise: RL Zoo's tuned PPO CartPole has one of 0.11 among its 390 updates)
     max_approx_kl: Optional[float] = ranged(0.1, NOT_NEGATIVE)
     max_clip_fraction: Optional[float] = ranged(0.5, UNIT)
+    kl_updates: int = ranged(3, POSITIVE)
     # off-policy: every q_every steps, the critic's mean |Q| on a replay batch above q_factor x the
     # largest discounted return possible, max |reward| in the buffer / (1 - gamma)
     q_factor: Optional[float] = ranged(2.0, NOT_NEGATIVE)

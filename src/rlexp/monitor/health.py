@@ -68,6 +68,7 @@ class TrainingHealth(BaseCallback):
         self.first: dict[str, float] = {}  # entropy measure at the first update
         self.streak, self.explained = 0, not fresh  # updates until explained variance first exceeds 0
         self.check_q = cfg.q_factor is not None
+        self.above: dict[str, int] = {}  # updates in a row whose approx_kl / clip_fraction is above its limit
 
     def _on_training_start(self) -> None:
         self.start = self.num_timesteps
@@ -138,13 +139,16 @@ class TrainingHealth(BaseCallback):
             value = values.get(key)
             if key == "train/clip_fraction" and float(values.get("train/clip_range", 1.0)) <= 0:
                 continue  # a linear clip range past its end (the zoo's arithmetic on the overshooting rollout)
-            if limit is not None and value is not None and float(value) > limit:
+            if limit is None or value is None:
+                continue
+            above = self.above[key] = self.above.get(key, 0) + 1 if float(value) > limit else 0
+            if above == self.cfg.kl_updates:
                 say(
                     self.found,
                     KL,
-                    f"{key.removeprefix('train/')} reached {float(value):.3g} at step {self.num_timesteps} "
-                    f"(diagnostics.{option}={limit}): each update moves the policy far from the one that "
-                    "collected the data (a smaller learning_rate, fewer n_epochs, or target_kl?)",
+                    f"{key.removeprefix('train/')} above {limit} in {above} updates in a row, {float(value):.3g} at "
+                    f"step {self.num_timesteps} (diagnostics.{option}, .kl_updates): each update moves the policy "
+                    "far from the one that collected the data (a smaller learning_rate, fewer n_epochs, or target_kl?)",
                 )
 
     def _q_values(self) -> None:

@@ -1,5 +1,5 @@
 """A report from paths to files: find the runs, score them, compute, write, draw. Shared by `rlexp report`
-and by the end of a seed multirun (rlexp.reporting.multirun_end)."""
+and by the end of a seed multirun (rlexp.run.seed_report)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from rlexp.figures.curves import BackgroundCurves
 from rlexp.lifecycle import lock
 from rlexp.lifecycle.preemption import StopEvaluation, StopOnSignal, StopTraining
 from rlexp.lifecycle.resume import ResumePoint
-from rlexp.lifecycle.state import completed_run, config_difference, unfinished_before
+from rlexp.lifecycle.state import completed_run, config_difference
 from rlexp.loading.run_agent import agent_for_run, normalization_for_run
 from rlexp.monitor.evaluation import final_evaluation
 from rlexp.monitor.health import judge_final
@@ -74,10 +74,8 @@ def run(
                 on_end(done, run_dir, True)
             return done
         rerun = rerun or [*command, as_override("hydra.run.dir", str(run_dir))]
-        left = unfinished_before(cfg, run_dir)  # the same command after a killed run: which, and how it goes on
-        if left is not None:
-            log.warning(left.rerun_line())
-        record, resume = start_run(cfg, run_dir, choices, command, rerun, warnings or [])
+        trial = (reporter.trial.number, reporter.trial.params) if reporter is not None else None
+        record, resume = start_run(cfg, run_dir, choices, command, rerun, warnings or [], trial)
         stopper = StopOnSignal(run_dir)
         stopper.install()
         curves = BackgroundCurves(run_dir, record.title) if cfg.curves else None

@@ -19,7 +19,7 @@ from rlexp.cluster.cpus import cnn_on_envpool, job_threads
 from rlexp.config.tuned import tuned_note
 from rlexp.lifecycle.preemption import StopOnSignal
 from rlexp.lifecycle.resume import ResumePoint
-from rlexp.lifecycle.state import resumable_run
+from rlexp.lifecycle.state import resumable_run, unfinished_before
 from rlexp.monitor.baseline import random_baseline
 from rlexp.monitor.evaluation import schedule_note
 from rlexp.run.budget import budget_note, rollout_steps, true_steps
@@ -32,10 +32,24 @@ log = logging.getLogger("rlexp.run.manager")  # (the run's own lines, under one 
 
 
 def start_run(
-    cfg: DictConfig, run_dir: Path, choices: dict[str, Any], command: list[str], rerun: list[str], warnings: list[str]
+    cfg: DictConfig,
+    run_dir: Path,
+    choices: dict[str, Any],
+    command: list[str],
+    rerun: list[str],
+    warnings: list[str],
+    trial: tuple[int, dict[str, Any]] | None = None,
 ) -> tuple[RunRecord, ResumePoint | None]:
-    """The run's record, new or of the run it continues (and where that stopped), written to the run dir."""
-    log.info(tuned_note(cfg, choices))
+    """The run's record, new or of the run it continues (and where that stopped), written to the run dir.
+    ``trial``: a search trial's number and sampled values, which its first line says."""
+    left = unfinished_before(cfg, run_dir)  # the same command after a killed run: which, and how it goes on
+    if left is not None:
+        log.warning(left.rerun_line())
+    if trial is not None:
+        number, params = trial
+        sampled = ", ".join(f"{key}={_shown(value)}" for key, value in params.items())
+        log.info("search trial %d trains with its sampled values: %s", number, sampled or "none")
+    log.info(tuned_note(cfg, choices) + (", under the trial's sampled values" if trial and trial[1] else ""))
     log.info(vec_env_note(cfg.env))
     for warning in warnings:
         log.warning(warning)
@@ -51,6 +65,11 @@ def start_run(
         log.info("resuming the run in %s from step %d (%s)", run_dir, resume.step, resume.path.name)
     record.write()
     return record, resume
+
+
+def _shown(value: Any) -> str:
+    """A sampled value as short as it reads (a float to 4 significant digits)."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, stopper: StopOnSignal) -> None:
