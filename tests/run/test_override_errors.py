@@ -103,6 +103,14 @@ MISTAKES = {
     "a value to fill in": (["callbacks.eval.n_episodes=???"], "callbacks.eval.n_episodes: no value; set one: "),
     "a run dir left out": (["hydra.run.dir="], "hydra.run.dir=: no value; give a dir: hydra.run.dir=<dir>"),
     "out of range": (["n_timesteps=-5"], "n_timesteps=-5: must be > 0"),
+    "an unclosed bracket": (
+        ["algo.policy_kwargs.net_arch=[64,64"],
+        "algo.policy_kwargs.net_arch=[64,64: not a key=value override rlexp can read (",
+    ),
+    "an optional group's option misspelt": (
+        ["-m", "hparams=search", "search_space=ppo2"],
+        "search_space=ppo2: no such option (did you mean ppo?); options: a2c, dqn, ppo,",
+    ),
     # rlexp check says them as training does
     "check: not an integer": (["check", "n_timesteps=abc"], "n_timesteps=abc: not an integer"),
     "check: a schedule as a key": (["check", "lr_schedule=cosine"], "schedule@lr_schedule=cosine"),

@@ -36,7 +36,7 @@ from rlexp.config.validation import (
 )
 from rlexp.errors import ConfigError, Refused, one_line_error, warning_line
 from rlexp.lifecycle import lock
-from rlexp.run.mistakes import check_group_keys, check_required
+from rlexp.run.mistakes import check_group_keys, check_optional_choices, check_required
 from rlexp.rundir.contract import LOCK_FILE
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,7 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
     from rlexp.trackers import check_installed
 
     check_required(cfg, overrides)
+    check_optional_choices(overrides)
     reject_unknown_keys(cfg)
     check_group_keys(cfg, overrides)
     check_installed(cfg)

@@ -16,6 +16,7 @@ import re
 from importlib.resources import files
 
 import yaml
+from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException, ValidationError
 from omegaconf.nodes import BooleanNode, EnumNode, FloatNode, IntegerNode, StringNode
@@ -31,6 +32,12 @@ _NOISE = ("object_type=", "To append to your config use", "Set the environment v
 def one_line(err: BaseException) -> str:
     """Hydra's and OmegaConf's multi-line messages (and their cause) on one line."""
     cause = err if isinstance(err, OmegaConfBaseException) else err.__cause__
+    if isinstance(err, OverrideParseException):  # Hydra's grammar: an unclosed bracket or quote
+        reason = str(err).splitlines()[0]
+        return (
+            f"{err.override}: not a key=value override rlexp can read ({reason}): close each bracket and quote, "
+            "and quote the whole override for the shell where it holds spaces or brackets: 'key=[64, 64]'"
+        )
     if isinstance(cause, ValidationError) and cause.full_key:
         said = _wrong_value(cause, _override(err))
         if said is not None:
@@ -218,6 +225,23 @@ def check_group_keys(cfg: DictConfig, overrides: list[str]) -> None:
         placed = placed_groups().get(key)
         if eq and placed is not None and not isinstance(OmegaConf.select(cfg, key, default=None), DictConfig):
             raise ConfigError(placed.said(override, key, value))
+
+
+@functools.cache
+def optional_groups() -> tuple[str, ...]:
+    """The groups the primary config's defaults list takes as ``optional`` (search_space, tuned): Hydra leaves
+    such a group out, saying nothing, when the option named does not exist."""
+    entries = yaml.safe_load((files("rlexp.conf") / f"{_PRIMARY}.yaml").read_text())["defaults"]
+    names = [next(iter(e)) if isinstance(e, dict) else str(e) for e in entries]
+    return tuple(name.split()[-1] for name in names if name.split()[0] == "optional")
+
+
+def check_optional_choices(overrides: list[str]) -> None:
+    """``search_space=ppo2``: an option named for an optional group that has no such option."""
+    for override in overrides:
+        group, eq, option = override.lstrip("+").partition("=")
+        if eq and group in optional_groups() and option not in group_options(group):
+            raise ConfigError(_no_option(group, option, list(group_options(group))))
 
 
 def check_required(cfg: DictConfig, overrides: list[str]) -> None:
