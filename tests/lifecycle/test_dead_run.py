@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from background import ended
 from conftest import compose_cfg, rlexp_cli, stderr_lines
 
@@ -32,6 +33,7 @@ ARGS = [
 ]
 
 
+@pytest.mark.slow
 def test_a_killed_run_is_called_dead_and_the_same_command_names_it_and_how_it_continues(tmp_path):
     folder = tmp_path / "outputs" / "ppo-cartpole"
     proc = subprocess.Popen([sys.executable, "-m", "rlexp", *ARGS], cwd=tmp_path, stdout=subprocess.DEVNULL)
@@ -65,7 +67,7 @@ def test_a_killed_run_is_called_dead_and_the_same_command_names_it_and_how_it_co
     # the same command starts a new run, first saying which run died, at which step, and what continues it
     again = rlexp_cli(ARGS, tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
-    assert stderr_lines(again)[0] == (
+    assert again.stderr.splitlines()[0] == (
         f"rlexp: warning: the last run of this config, {dead}, died before it finished (newest checkpoint: step "
         f"{step:,}); this command starts a new run; to continue that one from step {step:,} instead: {command}"
     )

@@ -96,7 +96,7 @@ def test_a_healthy_ppo_cartpole_run_gives_no_warning(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["final_eval"]["mean"] > summary["random_baseline"]["ci95_mean"][1]
-    assert summary["diagnostics"] == [] and "rlexp: warning" not in result.stdout
+    assert summary["diagnostics"] == [] and "rlexp: warning" not in result.stdout + result.stderr
 
 
 NAN_RUN = ["env.id=diag_envs:NaNAfter", "~tuned", "env.n_envs=1", "n_timesteps=2000", "algo.n_steps=64"]

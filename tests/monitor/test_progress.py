@@ -4,17 +4,24 @@ with logger.verbose=2 (the CSV log keeps every scalar either way)."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import struct
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import rlexp_cli
 
-RUN = ["n_timesteps=2048", "callbacks.eval.n_evaluations=2", "callbacks.eval.n_episodes=2", "logger=csv"]
-RUN += ["callbacks.eval.final_episodes=2", "hydra.run.dir=run"]
+# PPO CartPole's 8 envs x algo.n_steps=128: whole rollouts of 1,024 steps, so n_timesteps=1500 trains 2,048
+RUN = ["n_timesteps=1500", "algo.n_steps=128", "callbacks.eval.n_evaluations=2", "callbacks.eval.n_episodes=2"]
+RUN += ["logger=csv", "callbacks.eval.final_episodes=2", "hydra.run.dir=run"]
+TRUE_STEPS = (
+    "n_timesteps=1,500 trains 2,048 steps: learn() collects whole rollouts of 1,024 steps "
+    "(algo.n_steps=128 x env.n_envs=8), as in RL Zoo"
+)
 
 
 def test_a_run_prints_a_line_per_evaluation_and_no_tables(tmp_path):
@@ -28,6 +35,16 @@ def test_a_run_prints_a_line_per_evaluation_and_no_tables(tmp_path):
     assert not any(line.startswith("|") for line in lines)  # no SB3 table
     rows = list(csv.DictReader((tmp_path / "run" / "logs" / "progress.csv").open()))
     assert rows and "train/loss" in rows[-1]
+    # the steps it trains: whole rollouts, said before training (a warning: 37% past n_timesteps) and recorded;
+    # its progress and its evaluations count to them
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["target_steps"] == summary["steps_done"] == 2048 and TRUE_STEPS in summary["warnings"]
+    assert f"rlexp: warning: {TRUE_STEPS}" in result.stderr.splitlines()
+    assert np.load(tmp_path / "run" / "evaluations.npz")["timesteps"].tolist() == [1024, 2048]
+    # RUN/rlexp.log holds what the console showed, in order: the warning before the first step of training
+    log = (tmp_path / "run" / "rlexp.log").read_text().splitlines()
+    first_step = next(i for i, line in enumerate(log) if " - step " in line)
+    assert any(TRUE_STEPS in line for line in log[:first_step]) and "run saved to" in log[-1]
 
 
 def test_verbose_2_adds_sb3s_tables(tmp_path):

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-import numpy as np
 import pytest
-from conftest import rlexp_cli
 
 from rlexp.run.budget import WARN_ABOVE, budget_note, rollout_steps, true_steps
 
@@ -41,22 +37,4 @@ def test_the_line_is_a_warning_only_well_past_the_budget():
     assert budget_note(1_024, 1_024, rollout) is None and budget_note(1_000, 1_000, None) is None
 
 
-def test_a_budget_below_a_rollout_trains_one_whole_rollout_and_says_so_first(tmp_path):
-    # PPO CartPole's 8 envs x algo.n_steps=128: 1,024 steps a rollout, for n_timesteps=300
-    run = ["n_timesteps=300", "algo.n_steps=128", "callbacks.eval.n_evaluations=2", "callbacks.eval.n_episodes=2"]
-    result = rlexp_cli([*run, "callbacks.eval.final_episodes=2", "hydra.run.dir=run"], cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-2000:]
-    said = (
-        "n_timesteps=300 trains 1,024 steps: learn() collects whole rollouts of 1,024 steps "
-        "(algo.n_steps=128 x env.n_envs=8), as in RL Zoo"
-    )
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["target_steps"] == summary["steps_done"] == 1024 and said in summary["warnings"]
-    assert f"rlexp: warning: {said}" in result.stderr.splitlines()
-    progress = [line.split(" eval ")[0] for line in result.stdout.splitlines() if line.startswith("rlexp: step ")]
-    assert progress == ["rlexp: step 512/1,024 (50%)", "rlexp: step 1,024/1,024 (100%)"]
-    assert np.load(tmp_path / "run" / "evaluations.npz")["timesteps"].tolist() == [512, 1024]
-    # RUN/rlexp.log holds what the console showed, in order: the warning before the first step of training
-    log = (tmp_path / "run" / "rlexp.log").read_text().splitlines()
-    first_step = next(i for i, line in enumerate(log) if " - step " in line)
-    assert any(said in line for line in log[:first_step]) and "run saved to" in log[-1]
+# (a run that trains whole rollouts past its n_timesteps, says so first and counts to them: tests/monitor/test_progress.py)

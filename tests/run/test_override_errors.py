@@ -1,19 +1,17 @@
 """A mistake on the command line ends in one line in rlexp's words, naming the key: the overrides a new user
 gets wrong (types, choices, a list without -m, a group given as a key, a + too many, a value left out),
-walked in-process through the command's own entry point (rlexp.cli.main), a few as real `rlexp` runs."""
+walked through the command's own entry point, each in a process forked from one that imported rlexp once (as
+cheap as a call in this process, and nothing of it left in this one); a few as `rlexp` runs from the start."""
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
-import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import FAST, rlexp_cli, stderr_lines, train
 
-import rlexp.cli
 from rlexp.run.mistakes import group_options, placed_groups
 
 # mistake -> (the overrides, what the one line must hold after "rlexp: error: ")
@@ -123,26 +121,18 @@ def _key(args: list[str]) -> str:
 
 
 @pytest.fixture
-def rlexp_here(tmp_path, monkeypatch, capsys):
-    """``rlexp ARGS`` in this process, in an empty working dir: (exit status, stderr lines, stdout). What
-    the command changes in the process (the environment, sys.path, warnings' display) is put back."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")  # (the command sets it for Hydra; undone after the test)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
-    monkeypatch.setattr(logging, "raiseExceptions", logging.raiseExceptions)
+def rlexp_here(tmp_path) -> Callable[[list[str]], tuple[object, list[str], str]]:
+    """``rlexp ARGS`` in an empty working dir: (exit status, stderr lines, stdout). Each in a process forked
+    from one that imported rlexp once (tests/forked_rlexp.py): as cheap as a call in this process, and what
+    the command does to a process (Hydra's logging config on its streams, the environment) stays there."""
 
     def run(args: list[str]) -> tuple[object, list[str], str]:
-        monkeypatch.setattr(sys, "argv", ["rlexp", *args])
-        with pytest.raises(SystemExit) as ended:
-            rlexp.cli.main()
-        said = capsys.readouterr()
-        return ended.value.code, [line for line in said.err.splitlines() if line.strip()], said.out
+        result = rlexp_cli(args, cwd=tmp_path)
+        return result.returncode, [line for line in result.stderr.splitlines() if line.strip()], result.stdout
 
     return run
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
 def test_a_mistake_is_one_line_naming_the_key_and_nothing_is_written(mistake, rlexp_here, tmp_path):
     args, expected = MISTAKES[mistake]

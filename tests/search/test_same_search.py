@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import optuna
+import pytest
 from conftest import SMALL_SEARCH, rlexp_cli, stderr_lines
 from hydra import compose, initialize_config_module
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -36,6 +37,7 @@ def _refusal(result, sweep) -> str:
     return line[len(start) :]
 
 
+@pytest.mark.slow
 def test_an_equivalent_search_resumes_the_study_and_another_is_refused_naming_the_key(tmp_path):
     sweep = tmp_path / "sweep"
     made = rlexp_cli([*SMALL_SEARCH, *NO_TRIAL, "hydra.sweep.dir=sweep"], tmp_path)
@@ -68,6 +70,7 @@ def _words_of_an_earlier_release(sweep, overrides: list[str]) -> None:
     study.set_user_attr(SEARCH_COMMAND_ATTR, "rlexp " + " ".join(overrides))
 
 
+@pytest.mark.slow
 def test_a_study_of_an_earlier_release_resumes_for_its_search_however_typed(tmp_path):
     sweep = tmp_path / "old"
     _words_of_an_earlier_release(sweep, SMALL_SEARCH)

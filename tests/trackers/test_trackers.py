@@ -112,6 +112,6 @@ def test_a_tracker_that_cannot_start_is_a_warning_and_the_run_completes(tmp_path
     down = ["logger=mlflow", "logger.mlflow.tracking_uri=http://127.0.0.1:9", "hydra.run.dir=run"]  # nothing listens
     result = rlexp_cli([*FAST, *down], cwd=tmp_path, env={"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"})
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "logger.mlflow: could not start its run, training goes on without it: MlflowException" in result.stdout
+    assert "logger.mlflow: could not start its run, training goes on without it: MlflowException" in result.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["trackers"] == {}

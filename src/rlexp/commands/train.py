@@ -95,8 +95,8 @@ def print_run_end(record: RunRecord, run_dir: Path, kept: bool) -> None:
     from rlexp.commands.console import say
     from rlexp.run.record import run_end_lines
 
-    if kept:
-        say(f"rlexp: {run_dir} already holds this run, completed (final eval {record.final_mean:.2f})")
+    if kept:  # (printed only: the completed run's files, rlexp.log among them, stay as they were)
+        print(f"rlexp: {run_dir} already holds this run, completed (final eval {record.final_mean:.2f})")
         return
     for line in run_end_lines(record, run_dir):
         say(line)

@@ -98,6 +98,10 @@ def unfinished(record: RunRecord, run_dir: Path) -> Unfinished | None:
     return Unfinished(run_dir, status, None if point is None else point.step, command)
 
 
+# the newest earlier runs of the folder read for one of the same config (a run's start reads no more)
+LOOKED_BACK = 20
+
+
 def unfinished_before(cfg: DictConfig, run_dir: Path) -> Unfinished | None:
     """For a run starting in a folder of runs (outputs/<algo>-<env>/, whose ``latest`` points at it): the
     newest earlier run of the same config there, when it ended unfinished (the same command run again
@@ -110,7 +114,7 @@ def unfinished_before(cfg: DictConfig, run_dir: Path) -> Unfinished | None:
         (d for d in folder.iterdir() if d.name < run_dir.name and not d.name.startswith(".") and not d.is_symlink()),
         reverse=True,
     )
-    for other in earlier:
+    for other in earlier[:LOOKED_BACK]:
         try:
             record = read_record(other)
             if (

@@ -77,12 +77,12 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
     from rlexp.trackers import check_installed
 
     check_required(cfg, overrides)
-    check_optional_choices(overrides)
     reject_unknown_keys(cfg)
     check_group_keys(cfg, overrides)
     check_installed(cfg)
     _check_stop(cfg)
-    check_tuned(choices, overrides)
+    check_tuned(choices, overrides)  # (before the generic check of optional groups: it says more for tuned=)
+    check_optional_choices(overrides)
     check_ranges(cfg)
     check_policy_kwargs(cfg)
     if is_sbx(cfg):  # (what needs sbx's classes is checked where the job runs)

@@ -10,10 +10,12 @@ refuses those (``check_group_keys``, ``check_required``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import re
 from importlib.resources import files
+from pathlib import Path
 
 import yaml
 from hydra.errors import OverrideParseException
@@ -237,11 +239,29 @@ def optional_groups() -> tuple[str, ...]:
 
 
 def check_optional_choices(overrides: list[str]) -> None:
-    """``search_space=ppo2``: an option named for an optional group that has no such option."""
+    """``search_space=ppo2``: an option named for an optional group that has no such option (on Hydra's
+    search path: a user's own conf dir counts)."""
     for override in overrides:
         group, eq, option = override.lstrip("+").partition("=")
-        if eq and group in optional_groups() and option not in group_options(group):
-            raise ConfigError(_no_option(group, option, list(group_options(group))))
+        if eq and group in optional_groups() and option not in (found := _searched_options(group)):
+            raise ConfigError(_no_option(group, option, list(found)))
+
+
+def _searched_options(group: str) -> tuple[str, ...]:
+    """A group's options on the running Hydra's search path: rlexp's, and those of the dirs and packages a
+    ``hydra.searchpath`` adds (a user's own conf dir)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    found = set(group_options(group))
+    sources = HydraConfig.get().runtime.config_sources if HydraConfig.initialized() else []
+    for source in sources:
+        if source.schema == "file":
+            found.update(p.stem for p in (Path(source.path) / group).glob("*.yaml"))
+        elif source.schema == "pkg" and source.provider not in ("hydra", "main"):
+            with contextlib.suppress(ModuleNotFoundError, TypeError):
+                folder = files(source.path) / group
+                found.update(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return tuple(sorted(found))
 
 
 def check_required(cfg: DictConfig, overrides: list[str]) -> None:
