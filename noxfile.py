@@ -55,6 +55,33 @@ def tests_hydra14(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-n", "2", *session.posargs)
 
 
+# the CPU build of torch where it lies on disk (these machines), else from PyTorch's CPU index
+_TORCH_WHEELS = "/opt/wheels"
+
+
+@nox.session(name="tests-lowest", python="3.11", venv_backend="uv")
+def tests_lowest(session: nox.Session) -> None:
+    """The default tests (or the pytest arguments given) on the lowest version of each of rlexp's direct
+    dependencies that pyproject.toml declares (uv's lowest-direct resolution of the dev extra, README's test
+    install): what says the floors are tested. The versions it resolved are printed first."""
+    import os
+
+    where = (
+        ["--find-links", _TORCH_WHEELS]
+        if os.path.isdir(_TORCH_WHEELS)
+        else ["--extra-index-url", "https://download.pytorch.org/whl/cpu", "--index-strategy", "unsafe-best-match"]
+    )
+    session.install("--resolution", "lowest-direct", *where, "-e", ".[dev]")
+    session.run(
+        "python",
+        "-c",
+        "import importlib.metadata as m; print(*(f'{p} {m.version(p)}' for p in ("
+        "'stable-baselines3', 'sb3-contrib', 'gymnasium', 'torch', 'optuna', 'hydra-core', 'omegaconf', 'numpy', "
+        "'scipy', 'matplotlib', 'mujoco')), sep=', ')",
+    )
+    session.run("python", "-m", "pytest", "-n", "2", *session.posargs)
+
+
 @nox.session(name="search-space-parsers", venv_params=["--system-site-packages"])
 def search_space_parsers(session: nox.Session) -> None:
     """rlexp's search-space parser against hydra-optuna-sweeper 1.4's on the shipped spaces (on Hydra 1.4)."""

@@ -8,11 +8,11 @@ import ast
 import shutil
 import subprocess
 import sys
+import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from rlexp.rundir import contract
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 import html
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "<!-- layers figure -->"

@@ -199,9 +199,8 @@ def test_rlexp_list_shows_the_tuned_pairs(tmp_path: Path) -> None:
 def test_a_family_is_one_entry_with_its_extra_and_its_preset() -> None:
     """Each family's extra is one of pyproject's, its preset for any id is shipped, and the allow-list takes
     its package and its wrappers' modules from the entry."""
-    from importlib.resources import files
-
     import tomllib
+    from importlib.resources import files
 
     from rlexp.config.env_families import FAMILIES
     from rlexp.rundir.trust import CLASS_MODULES, ENV_PACKAGES

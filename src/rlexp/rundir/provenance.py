@@ -7,7 +7,7 @@ import os
 import platform
 import socket
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ SBX_PACKAGES = ("sbx-rl", "jax", "jaxlib", "flax", "optax")
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def package_versions(more: tuple[str, ...] = ()) -> dict[str, str | None]:
