@@ -13,6 +13,7 @@ blocklist (``os.system``...). Hydra's own objects (rlexp's console formatter, it
 from __future__ import annotations
 
 import inspect
+import logging
 import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -90,6 +91,17 @@ def named_targets(node: Any) -> list[str]:
     return sorted(set(found))
 
 
+def _quietly_got(name: str) -> Any:
+    """``hydra.utils.get_object`` without the error line Hydra logs when the name does not import: the
+    instantiation that follows says it, once, naming the key."""
+    hydra_log = logging.getLogger("hydra.utils")
+    disabled, hydra_log.disabled = hydra_log.disabled, True
+    try:
+        return hydra.utils.get_object(name)
+    finally:
+        hydra_log.disabled = disabled
+
+
 def _with_definitions(names: list[str]) -> list[str]:
     """The names, the name each is defined under where that differs, and the class a factory says it
     returns (``rlexp.build.schedules.linear`` returns a ``LinearSchedule``, a callable Hydra checks as well).
@@ -97,7 +109,7 @@ def _with_definitions(names: list[str]) -> list[str]:
     found = set(names)
     for name in names:
         try:
-            obj = hydra.utils.get_object(name)
+            obj = _quietly_got(name)
         except Exception:  # (Hydra says why, naming the key)
             continue
         try:  # (annotations that do not resolve here, e.g. names imported for type checking only: no class)
