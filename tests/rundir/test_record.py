@@ -74,6 +74,11 @@ def test_the_budget_counts_on_from_a_continued_agents_steps():
     assert (true_steps(0, 1000, 256), true_steps(5000, 1000, 256), true_steps(0, 1024, 256)) == (1024, 6024, 1024)
     assert continued.steps_left(5000) == 1000 and continued.steps_left(5500) == 500
     assert continued.steps_left(7000) == 0  # (past the budget: nothing, never negative)
+    # learn() is asked for n_timesteps from the start (its schedules count to that, as RL Zoo's do), and trains
+    # on to the rollout boundary, the budget
+    whole = _record()
+    whole.set_budget(5000, true_steps(5000, 1000, 256))
+    assert whole.steps_left(5000, 1000) == 1000 and whole.steps_left(5512, 1000) == 488 and whole.budget == 6024
 
 
 def test_a_run_stopped_when_solved_trains_no_more_unless_resumed_from_before_the_stop():

@@ -177,7 +177,7 @@ def _learn(
 ) -> None:
     """learn() up to the record's target steps, then what it did: stopped on a signal, pruned, or trained."""
     start_step = int(model.num_timesteps)
-    left = record.steps_left(start_step)
+    left = record.steps_left(start_step, cfg.n_timesteps)  # (learn() rounds up to whole rollouts)
     foreach_optimizers(model)  # (a loaded agent's optimizers come with the groups it was saved with)
     started = time.perf_counter()
     try:

@@ -192,16 +192,18 @@ class RunRecord:
         n_timesteps in whole rollouts (rlexp.run.budget)."""
         self.start_step, self.target_steps = start_step, target_steps
 
-    def steps_left(self, step: int) -> int:
-        """What learn() has left to train from ``step``. A run that had stopped when solved (then a signal
-        cut its final evaluation) trains no more; one resumed from an earlier checkpoint (a kill after the
-        stop) trains on, to the stop again."""
+    def steps_left(self, step: int, n_timesteps: int | None = None) -> int:
+        """What learn() is given from ``step``: up to start_step + ``n_timesteps`` (where SB3's schedules count
+        their progress to, as in RL Zoo's runs; learn() trains on to the rollout boundary, target_steps), or
+        to the budget. A run that had stopped when solved (then a signal cut its final evaluation) trains
+        no more; one resumed from an earlier checkpoint (a kill after the stop) trains on, to the stop again."""
         stopped = self.stopped_early_at
         if isinstance(stopped, int) and stopped > step:
             self.stopped_early_at = ABSENT
         elif isinstance(stopped, int):
             return 0
-        return max(self.budget - step, 0)
+        start = self.start_step if isinstance(self.start_step, int) else 0
+        return max((self.budget if n_timesteps is None else start + n_timesteps) - step, 0)
 
     def trained(self, start_step: int, steps_done: int, seconds: float, solved_at: int | None) -> None:
         """learn() ended on its own after ``seconds``: what it did; ``solved_at``: the step it stopped at
