@@ -20,7 +20,8 @@ RUN = ["n_timesteps=1500", "algo.n_steps=128", "callbacks.eval.n_evaluations=2",
 RUN += ["logger=csv", "callbacks.eval.final_episodes=2", "hydra.run.dir=run"]
 TRUE_STEPS = (
     "n_timesteps=1,500 trains 2,048 steps: learn() collects whole rollouts of 1,024 steps "
-    "(algo.n_steps=128 x env.n_envs=8), as in RL Zoo"
+    "(algo.n_steps=128 x env.n_envs=8), as in RL Zoo; its learning-rate and clip-range schedules go below 0 past "
+    "n_timesteps (a multiple of 1,024 steps avoids it)"  # (the zoo's linear schedules count to n_timesteps)
 )
 
 

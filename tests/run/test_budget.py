@@ -26,15 +26,29 @@ def test_a_rollout_is_what_learn_collects_between_two_budget_checks():
 
 @pytest.mark.unit
 def test_the_line_is_a_warning_only_well_past_the_budget():
-    rollout = (256, "algo.n_steps=32 x env.n_envs=8")
-    assert budget_note(100_000, true_steps(0, 100_000, 256), rollout) == (
+    from stable_baselines3 import PPO, SAC
+    from stable_baselines3.common.env_util import make_vec_env
+
+    ppo = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8), n_steps=32, batch_size=256)
+    assert budget_note(ppo, 100_000, true_steps(0, 100_000, 256)) == (
         "n_timesteps=100,000 trains 100,096 steps: learn() collects whole rollouts of 256 steps "
         "(algo.n_steps=32 x env.n_envs=8), as in RL Zoo",
         False,
     )
-    assert not budget_note(1_000, true_steps(0, 1_000, 256), rollout)[1]  # 1,024: only 2.4% more, said as a line
-    assert budget_note(1_000, 1_000 * (1 + WARN_ABOVE) + 1, rollout)[1]
-    assert budget_note(1_024, 1_024, rollout) is None and budget_note(1_000, 1_000, None) is None
+    assert not budget_note(ppo, 1_000, true_steps(0, 1_000, 256))[1]  # 1,024: only 2.4% more, said as a line
+    assert budget_note(ppo, 1_000, 1_000 * (1 + WARN_ABOVE) + 1)[1]
+    assert budget_note(ppo, 1_024, 1_024) is None
+    # a linear schedule, as RL Zoo's PPO CartPole has, is below 0 past n_timesteps: said where it is far past
+    linear = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8), n_steps=128, learning_rate=lambda p: p * 1e-3)
+    line, warn = budget_note(linear, 300, true_steps(0, 300, 1024))
+    assert warn and line.endswith(
+        "; its learning-rate schedule goes below 0 past n_timesteps (a multiple of 1,024 steps avoids it)"
+    )
+    episodes = SAC("MlpPolicy", make_vec_env("Pendulum-v1"), train_freq=(1, "episode"))
+    assert budget_note(episodes, 1_000, 1_000) == (
+        "n_timesteps=1,000: learn() collects whole episodes (algo.train_freq=1 episode): it ends past it",
+        False,
+    )
 
 
 # (a run that trains whole rollouts past its n_timesteps, says so first and counts to them: tests/monitor/test_progress.py)

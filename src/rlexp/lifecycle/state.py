@@ -49,7 +49,7 @@ def status_now(record: RunRecord, run_dir: Path) -> str:
 # how a run that can go on in its dir ended, by its status now
 _ENDED = {
     DIED: "died before it finished",
-    ABORTED: "was aborted before it finished (a second Ctrl-C)",
+    ABORTED: "was aborted by a second Ctrl-C before it finished",
     INTERRUPTED: "was stopped by a signal",
 }
 

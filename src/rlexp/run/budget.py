@@ -33,14 +33,44 @@ def true_steps(start: int, n_timesteps: int, rollout: int | None) -> int:
     return start + -(-n_timesteps // rollout) * rollout
 
 
-def budget_note(n_timesteps: int, trained: int, rollout: tuple[int, str] | None) -> tuple[str, bool] | None:
-    """The line saying a run trains ``trained`` steps for ``n_timesteps``, and whether it is a warning; None
-    when they are the same."""
-    if rollout is None or trained == n_timesteps:
+def budget_note(model: BaseAlgorithm, n_timesteps: int, trained: int) -> tuple[str, bool] | None:
+    """The line saying what a run trains for ``n_timesteps`` (``trained``: in whole rollouts), and whether it
+    is a warning; None when it trains exactly n_timesteps."""
+    rollout = rollout_steps(model)
+    if rollout is None:  # (whole episodes: how far past n_timesteps is not known before they end)
+        if getattr(getattr(model, "train_freq", None), "unit", None) == TrainFrequencyUnit.EPISODE:
+            kind = f"algo.train_freq={model.train_freq.frequency} episode"  # type: ignore[attr-defined]
+        elif hasattr(model, "n_delta"):
+            kind = "ARS evaluates each candidate over whole episodes"
+        else:
+            return None
+        return f"n_timesteps={n_timesteps:,}: learn() collects whole episodes ({kind}): it ends past it", False
+    if trained == n_timesteps:
         return None
     size, keys = rollout
     line = (
         f"n_timesteps={n_timesteps:,} trains {trained:,} steps: learn() collects whole rollouts of {size:,} "
         f"steps ({keys}), as in RL Zoo"
     )
-    return line, trained > n_timesteps * (1 + WARN_ABOVE)
+    warn = trained > n_timesteps * (1 + WARN_ABOVE)
+    below = _below_zero(model, 1 - trained / n_timesteps) if warn else []
+    if below:  # (SB3 counts a schedule's progress to n_timesteps, as RL Zoo asks learn() for it)
+        line += (
+            f"; its {' and '.join(below)} schedule{'s go' if len(below) > 1 else ' goes'} below 0 past n_timesteps "
+            f"(a multiple of {size:,} steps avoids it)"
+        )
+    return line, warn
+
+
+def _below_zero(model: BaseAlgorithm, progress_remaining: float) -> list[str]:
+    """The model's schedules (learning rate, clip range) whose value at the end of training is below 0."""
+    found = []
+    for name, said in (("lr_schedule", "learning-rate"), ("clip_range", "clip-range")):
+        schedule = getattr(model, name, None)
+        try:
+            value = float(schedule(progress_remaining)) if callable(schedule) else None
+        except Exception:  # (a schedule of the user's that takes no such progress: nothing to say)
+            value = None
+        if value is not None and value < 0:
+            found.append(said)
+    return found

@@ -243,7 +243,7 @@ def check_optional_choices(overrides: list[str]) -> None:
     search path: a user's own conf dir counts)."""
     for override in overrides:
         group, eq, option = override.lstrip("+").partition("=")
-        if eq and group in optional_groups() and option not in (found := _searched_options(group)):
+        if eq and option != "null" and group in optional_groups() and option not in (found := _searched_options(group)):
             raise ConfigError(_no_option(group, option, list(found)))
 
 

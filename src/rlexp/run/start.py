@@ -42,8 +42,9 @@ def start_run(
 ) -> tuple[RunRecord, ResumePoint | None]:
     """The run's record, new or of the run it continues (and where that stopped), written to the run dir.
     ``trial``: a search trial's number and sampled values, which its first line says."""
-    left = unfinished_before(cfg, run_dir)  # the same command after a killed run: which, and how it goes on
-    if left is not None:
+    previous = resumable_run(cfg, run_dir)
+    left = unfinished_before(cfg, run_dir) if previous is None else None  # a new run, after a killed one
+    if left is not None:  # (which run it leaves behind, and how that one goes on)
         log.warning(left.rerun_line())
     if trial is not None:
         number, params = trial
@@ -55,7 +56,6 @@ def start_run(
         log.warning(warning)
     threads = job_threads(cfg.torch_threads, cnn_on_envpool(cfg.env.vec_env, str(cfg.algo.policy)))
     torch.set_num_threads(threads)
-    previous = resumable_run(cfg, run_dir)
     if previous is None:
         write_config(run_dir, cfg, shlex.join(rerun))
         record, resume = new_record(cfg, choices, run_dir, command, threads, warnings), None
@@ -81,7 +81,7 @@ def before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, st
     start = int(model.num_timesteps) if cfg.trained_agent is not None else 0  # (learn() counts a new agent from 0)
     rollout = rollout_steps(model)
     record.set_budget(start, true_steps(start, cfg.n_timesteps, rollout and rollout[0]))
-    note = budget_note(cfg.n_timesteps, record.budget - start, rollout)
+    note = budget_note(model, cfg.n_timesteps, record.budget - start)
     if note is not None:
         line, warn = note
         if warn:
