@@ -26,16 +26,20 @@ def shipped_tuned() -> list[str]:
 def tuned_options() -> list[str]:
     """The tuned files on this command's config search path (hydra.searchpath included); the shipped
     ones outside a Hydra app."""
-    if not HydraConfig.initialized():
-        return shipped_tuned()
+    return options_on_search_path("tuned") if HydraConfig.initialized() else shipped_tuned()
+
+
+def options_on_search_path(group: str) -> list[str]:
+    """A config group's options on the running command's search path: rlexp's, and those of the dirs and
+    packages a ``hydra.searchpath`` adds (a user's own conf dir)."""
     names: set[str] = set()
     for source in HydraConfig.get().runtime.config_sources:
         try:
             if source.schema == "file":
-                folder: Any = Path(source.path) / "tuned"
+                folder: Any = Path(source.path) / group
             elif source.schema == "pkg":
-                folder = files(source.path.replace("/", ".")) / "tuned"
-            else:  # structured configs: tuned files are YAML
+                folder = files(source.path.replace("/", ".")) / group
+            else:  # structured configs: options are YAML
                 continue
             if folder.is_dir():
                 names.update(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))

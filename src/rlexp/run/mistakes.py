@@ -10,12 +10,10 @@ refuses those (``check_group_keys``, ``check_required``).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import re
 from importlib.resources import files
-from pathlib import Path
 
 import yaml
 from hydra.errors import OverrideParseException
@@ -24,6 +22,7 @@ from omegaconf.errors import OmegaConfBaseException, ValidationError
 from omegaconf.nodes import BooleanNode, EnumNode, FloatNode, IntegerNode, StringNode
 
 from rlexp.config.schema import list_keys, schema_fields
+from rlexp.config.tuned import options_on_search_path
 from rlexp.config.validation import did_you_mean
 from rlexp.errors import ConfigError
 
@@ -248,20 +247,10 @@ def check_optional_choices(overrides: list[str]) -> None:
 
 
 def _searched_options(group: str) -> tuple[str, ...]:
-    """A group's options on the running Hydra's search path: rlexp's, and those of the dirs and packages a
-    ``hydra.searchpath`` adds (a user's own conf dir)."""
+    """A group's options on the running Hydra's search path (rlexp's own outside a Hydra app)."""
     from hydra.core.hydra_config import HydraConfig
 
-    found = set(group_options(group))
-    sources = HydraConfig.get().runtime.config_sources if HydraConfig.initialized() else []
-    for source in sources:
-        if source.schema == "file":
-            found.update(p.stem for p in (Path(source.path) / group).glob("*.yaml"))
-        elif source.schema == "pkg" and source.provider not in ("hydra", "main"):
-            with contextlib.suppress(ModuleNotFoundError, TypeError):
-                folder = files(source.path) / group
-                found.update(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
-    return tuple(sorted(found))
+    return tuple(options_on_search_path(group)) if HydraConfig.initialized() else group_options(group)
 
 
 def check_required(cfg: DictConfig, overrides: list[str]) -> None:
