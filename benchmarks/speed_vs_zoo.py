@@ -178,7 +178,7 @@ def zoo_envs(
 
 def rlexp_envs(case: str, kind: str) -> Any:
     import rlexp
-    from rlexp.build.envs import build_vec_env
+    from rlexp.builders.envs import build_vec_env
 
     return build_vec_env(rlexp.compose([*CASES[case][1], f"env.vec_env={kind}"]).env, 0, None)
 

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -126,9 +125,24 @@ def test_the_tests_are_laid_out_like_the_package():
         if module.parent.name not in packages and module != Path(__file__)
     ]
     assert misplaced == [], f"test modules outside a folder named for a subpackage of rlexp: {misplaced}"
-    skipped = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    unseen = [d.name for d in tests.iterdir() if any(fnmatch(d.name, p) for p in skipped["norecursedirs"])]
-    assert unseen == [], f"pytest's norecursedirs skips the test folders {unseen}"
+
+
+# folder names that tools read as output and skip or hide: pytest's default norecursedirs, GitHub's Python
+# .gitignore template, black's default excludes
+OUTPUT_NAMES = {"build", "dist", "site", "venv", "env", "node_modules", "_build", "buck-out", "CVS", "_darcs"}
+
+
+def test_no_module_or_folder_is_named_as_tools_name_output():
+    """A package named build was skipped by pytest's defaults and hidden by common .gitignore files: no
+    module, package or test folder of rlexp takes such a name."""
+    roots = [SRC, SRC.parent / "hydra_plugins", Path(__file__).parent]
+    named = [
+        str(path.relative_to(SRC.parents[1]))
+        for root in roots
+        for path in root.rglob("*")
+        if path.stem in OUTPUT_NAMES and "__pycache__" not in path.parts
+    ]
+    assert named == [], f"named as tools name output: {named}"
 
 
 def test_hydra_instantiates_through_its_execution_whitelist_only():

@@ -184,7 +184,7 @@ def tuned_text(algo: str, zoo_file: str, env_id: str, values: dict[str, Any]) ->
             if not value:
                 continue
         if key in ("lr_schedule", "clip_range_schedule"):
-            body.setdefault("_schedules", {})[key] = {"_target_": f"rlexp.build.schedules.{value}"}
+            body.setdefault("_schedules", {})[key] = {"_target_": f"rlexp.builders.schedules.{value}"}
             continue
         if key == "n_timesteps":
             body["n_timesteps"] = value

@@ -99,7 +99,7 @@ def test_tuned_values_apply_and_command_line_wins():
         32,
         100000,
     )
-    assert cfg.lr_schedule._target_ == "rlexp.build.schedules.linear"
+    assert cfg.lr_schedule._target_ == "rlexp.builders.schedules.linear"
     cfg, _ = compose_cfg(["algo.n_steps=64", "n_timesteps=5000", "env.n_envs=2"])
     assert (cfg.algo.n_steps, cfg.n_timesteps, cfg.env.n_envs) == (64, 5000, 2)
 
@@ -108,13 +108,13 @@ def test_tuned_can_be_turned_off():
     cfg, _ = compose_cfg(["~tuned"])
     assert cfg.tuned_file is None
     assert (cfg.algo.n_steps, cfg.env.n_envs) == (2048, 1)
-    assert cfg.lr_schedule._target_ == "rlexp.build.schedules.constant"
+    assert cfg.lr_schedule._target_ == "rlexp.builders.schedules.constant"
 
 
 def test_groups_compose():
     cfg, _ = compose_cfg(["env=atari", "wrappers=time_feature", "schedule@lr_schedule=cosine", "callbacks=checkpoints"])
     assert list(cfg.env.wrappers) == ["atari", "time_feature"]
-    assert cfg.lr_schedule._target_ == "rlexp.build.schedules.CosineSchedule"
+    assert cfg.lr_schedule._target_ == "rlexp.builders.schedules.CosineSchedule"
     assert cfg.callbacks.checkpoint.freq == 10000
 
 

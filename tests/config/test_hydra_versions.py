@@ -40,7 +40,7 @@ def test_the_names_a_config_holds_as_text_and_no_computed_one():
         {
             "algo": {"_target_": "stable_baselines3.PPO", "policy_kwargs": {"activation_fn": {
                 "_target_": "hydra.utils.get_class", "path": "torch.nn.ReLU"}}},
-            "lr_schedule": {"_target_": "rlexp.build.schedules.linear"},
+            "lr_schedule": {"_target_": "rlexp.builders.schedules.linear"},
             "computed": {"_target_": "${lr_schedule._target_}"},
             "wrappers": [{"_target_": "gymnasium.wrappers.TimeLimit"}],
         }
@@ -48,7 +48,7 @@ def test_the_names_a_config_holds_as_text_and_no_computed_one():
     assert named_targets(node) == [
         "gymnasium.wrappers.TimeLimit",
         "hydra.utils.get_class",
-        "rlexp.build.schedules.linear",
+        "rlexp.builders.schedules.linear",
         "stable_baselines3.PPO",
         "torch.nn.ReLU",
     ]

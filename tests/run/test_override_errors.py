@@ -101,6 +101,10 @@ MISTAKES = {
     "a value to fill in": (["callbacks.eval.n_episodes=???"], "callbacks.eval.n_episodes: no value; set one: "),
     "a run dir left out": (["hydra.run.dir="], "hydra.run.dir=: no value; give a dir: hydra.run.dir=<dir>"),
     "out of range": (["n_timesteps=-5"], "n_timesteps=-5: must be > 0"),
+    "a target of an earlier release": (  # (rlexp.build is rlexp.builders since: a user's own schedule YAML)
+        ["lr_schedule._target_=rlexp.build.schedules.linear"],
+        "lr_schedule._target_=rlexp.build.schedules.linear: moved; write _target_=rlexp.builders.schedules.linear",
+    ),
     "an unclosed bracket": (
         ["algo.policy_kwargs.net_arch=[64,64"],
         "algo.policy_kwargs.net_arch=[64,64: not a key=value override rlexp can read (",

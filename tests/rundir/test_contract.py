@@ -60,7 +60,7 @@ def test_best_json_unreadable_is_none_with_a_warning(tmp_path, caplog):
 
 
 def test_a_config_of_an_earlier_release_names_todays_schedules(tmp_path):
-    """Schedules moved from rlexp.run.schedules to rlexp.build.schedules; older config.yaml files compare
+    """Schedules moved from rlexp.run.schedules to rlexp.build.schedules, then to rlexp.builders.schedules; older config.yaml files compare
     equal to today's command and can be resumed."""
     from rlexp.config.schema import ExperimentConfig  # noqa: F401  (what read_config types with)
 
@@ -68,8 +68,8 @@ def test_a_config_of_an_earlier_release_names_todays_schedules(tmp_path):
               "clip_range_schedule": {"_target_": "rlexp.build.schedules.constant"}}  # fmt: skip
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     raw = contract.read_config_dict(tmp_path)
-    assert raw["lr_schedule"]["_target_"] == "rlexp.build.schedules.linear"
-    assert raw["clip_range_schedule"]["_target_"] == "rlexp.build.schedules.constant"
+    assert raw["lr_schedule"]["_target_"] == "rlexp.builders.schedules.linear"
+    assert raw["clip_range_schedule"]["_target_"] == "rlexp.builders.schedules.constant"
 
 
 def test_the_trial_record_is_json(tmp_path):

@@ -4,6 +4,7 @@ arithmetic of budgets, stops when solved and resumptions."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import optuna
 import pytest
@@ -114,8 +115,9 @@ def test_how_a_run_ended_is_its_status():
     record = _record()
     record.fail(RuntimeError("the env broke"))
     assert record.status == "failed" and record.error == "RuntimeError: the env broke"
-    record.resume(50, threads=2, sbx=False)
+    record.resume(50, threads=2, sbx=False, run_dir=Path("/elsewhere/run"))
     assert record.status == "running" and "error" not in record.to_json() and record.resumed[0]["step"] == 50
+    assert record.run_dir == "/elsewhere/run"  # (a run dir moved since it stopped records itself where it is)
 
 
 def test_the_last_lines_say_where_the_run_is_and_how_it_scored(tmp_path):

@@ -131,10 +131,10 @@ TAMPERED = {
             {
                 "_target_": "gymnasium.wrappers.TimeLimit",
                 "max_episode_steps": {
-                    "_target_": "rlexp.build.wrappers.gym.wrappers.importlib.metadata.pathlib.Path.write_text",
+                    "_target_": "rlexp.builders.wrappers.gym.wrappers.importlib.metadata.pathlib.Path.write_text",
                     "_args_": [
                         {
-                            "_target_": "rlexp.build.wrappers.gym.wrappers.importlib.metadata.pathlib.Path",
+                            "_target_": "rlexp.builders.wrappers.gym.wrappers.importlib.metadata.pathlib.Path",
                             "_args_": ["PWNED"],
                         },
                         "x",
@@ -142,7 +142,7 @@ TAMPERED = {
                 },
             }
         ),
-        "names rlexp.build.wrappers.gym.wrappers.importlib.metadata.pathlib.Path.write_text",
+        "names rlexp.builders.wrappers.gym.wrappers.importlib.metadata.pathlib.Path.write_text",
     ),
     "interpolation": (
         _wrapper("${oc.decode:'{_target_: builtins.print, _args_: [x]}'}"),
@@ -192,7 +192,7 @@ def test_a_trusted_package_opens_by_flag_setting_or_api(run: Path, tmp_path: Pat
 
 def test_the_allow_list_takes_classes_not_functions_and_every_shipped_config_passes() -> None:
     assert allowed("stable_baselines3.PPO") and allowed("torch.nn.ReLU") and allowed("sb3_contrib.TQC")
-    assert allowed("gymnasium.wrappers.TimeLimit") and allowed("rlexp.build.schedules.linear")
+    assert allowed("gymnasium.wrappers.TimeLimit") and allowed("rlexp.builders.schedules.linear")
     assert not allowed("stable_baselines3.PPO.load") and not allowed("torch.load") and not allowed("os.system")
     assert not allowed("builtins.eval") and not allowed("rlexp.rundir.agents.load_model")
     assert allowed("my_pkg.Wrapper", {"my_pkg"}) and not allowed("my_pkgx.Wrapper", {"my_pkg"})
@@ -263,7 +263,7 @@ def test_an_evaluation_record_names_the_agent_it_scored_and_a_running_run_says_s
 @pytest.mark.parametrize(
     ("module", "name"),
     [
-        ("rlexp.build.wrappers", "__builtins__.get"),  # protocol 4 walks a dotted name through attributes
+        ("rlexp.builders.wrappers", "__builtins__.get"),  # protocol 4 walks a dotted name through attributes
         ("numpy.dtypes", "__builtins__.get"),
         ("gymnasium.spaces.box", "np.f2py.subprocess.Popen"),
         ("stable_baselines3.common.utils", "SummaryWriter"),  # a writer that a module of SB3 imports

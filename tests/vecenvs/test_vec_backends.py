@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from conftest import compose_cfg, rlexp_cli, stderr_lines
 
-from rlexp.build.envs import build_vec_env
+from rlexp.builders.envs import build_vec_env
 from rlexp.cluster.cpus import usable_cpus
 
 envpool = pytest.importorskip("envpool")
@@ -288,7 +288,7 @@ def test_envpool_atari_follows_gymnasium_s_id_and_counts_the_time_limit_in_frame
     wrappers = {"atari": {"_target_": "stable_baselines3.common.atari_wrappers.AtariWrapper"}}
     assert atari_config(cfg.env, wrappers)["repeat_action_probability"] == 0.25  # v0 ids are sticky
     cfg, _ = compose_cfg(["algo=ppo", "env=atari", "env.max_episode_steps=400"])
-    from rlexp.build.envs import env_kwargs
+    from rlexp.builders.envs import env_kwargs
     from rlexp.vecenvs.choice import envpool_options
 
     _, options = envpool_options(cfg.env, env_kwargs(cfg.env, for_eval=False))

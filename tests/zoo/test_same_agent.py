@@ -14,7 +14,7 @@ from conftest import FAST, train
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.utils import LinearSchedule as SB3LinearSchedule
 
-from rlexp.build.schedules import LinearSchedule, linear
+from rlexp.builders.schedules import LinearSchedule, linear
 from rlexp.rundir.pickles import restricted_loads
 
 
@@ -73,7 +73,7 @@ def test_a_panda_env_repeats_its_episodes() -> None:
     pytest.importorskip("panda_gym")
     import gymnasium as gym
 
-    from rlexp.build.wrappers import SeededResets
+    from rlexp.builders.wrappers import SeededResets
 
     def goals(wrapped: bool) -> list[np.ndarray]:
         env = gym.make("PandaReach-v3")

@@ -209,7 +209,7 @@ def test_a_zoo_run_s_env_id_its_packages_and_the_family_s_evaluation(tmp_path: P
         tmp_path, "PandaReach-v3", {"algo": "tqc", "env": "PandaReach-v3"}, {"policy": "MultiInputPolicy"}
     )
     assert zoo_config(find_zoo_run(panda)).env.wrappers == {
-        "seeded_resets": {"_target_": "rlexp.build.wrappers.SeededResets"}
+        "seeded_resets": {"_target_": "rlexp.builders.wrappers.SeededResets"}
     }
 
 

@@ -87,7 +87,7 @@ class Run:
     def load_agent(self, which: str = "final") -> BaseAlgorithm:
         """The agent ``which`` (final, best or ``step_<N>``), its env the run's eval env with the agent's
         VecNormalize statistics, frozen: ``env = model.get_env(); model.predict(env.reset())``."""
-        from rlexp.build.envs import build_vec_env
+        from rlexp.builders.envs import build_vec_env
         from rlexp.loading.agent import load_agent
         from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
 

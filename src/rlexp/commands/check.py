@@ -195,7 +195,7 @@ def report(cfg: Any, checked: list[str], options: argparse.Namespace) -> int:
     front door, which composed and built the config."""
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    from rlexp.build.envs import gymnasium_check, one_env
+    from rlexp.builders.envs import gymnasium_check, one_env
     from rlexp.errors import one_line_error
     from rlexp.monitor.baseline import EPISODE_CAP, random_baseline
 
@@ -254,7 +254,7 @@ def report(cfg: Any, checked: list[str], options: argparse.Namespace) -> int:
 
 def _print(cfg: Any, results: list[Result], notes: list[str]) -> None:
     tuned = f" (tuned/{cfg.tuned_file}.yaml)" if cfg.tuned_file else ""
-    from rlexp.build.backends import algo_target, is_sbx
+    from rlexp.builders.backends import algo_target, is_sbx
 
     name = algo_target(cfg).rsplit(".", 1)[-1] + (" (sbx)" if is_sbx(cfg) else "")
     print(f"rlexp check: {name} on {cfg.env.id}{tuned}, seed {cfg.seed}")

@@ -44,7 +44,7 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
     """``episodes`` episodes of the agent; env i of ``n_envs`` is seeded ``seed + i``."""
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    from rlexp.build.envs import build_vec_env, closed_at_end
+    from rlexp.builders.envs import build_vec_env, closed_at_end
     from rlexp.loading.agent import load_agent
 
     out = Episodes()

@@ -76,7 +76,7 @@ def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path,
     from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
     agent = open_agent(args.run, args.agent, args.trust)
-    from rlexp.build.backends import is_sbx
+    from rlexp.builders.backends import is_sbx
 
     if is_sbx(agent.cfg):
         raise ConfigError(

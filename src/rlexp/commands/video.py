@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool) -> Any:
-    from rlexp.build.envs import build_vec_env, closed_at_end
+    from rlexp.builders.envs import build_vec_env, closed_at_end
     from rlexp.loading.agent import load_agent
 
     env_cfg = agent.cfg.env

@@ -154,7 +154,7 @@ FAMILIES = (
         extra="panda",
         ids=re.compile(r"^Panda"),
         # panda-gym 3 draws each episode's goal from the OS after the first reset: rlexp seeds every reset
-        wrappers={"seeded_resets": "rlexp.build.wrappers.SeededResets"},
+        wrappers={"seeded_resets": "rlexp.builders.wrappers.SeededResets"},
         note=(
             "Goal-conditioned (dict observations: MultiInputPolicy), PyBullet. pip install 'rlexp[panda]'.\n"
             "SeededResets: panda-gym 3.0.7 re-seeds each unseeded reset from the OS (its goals are not reproducible,\n"

@@ -104,7 +104,7 @@ def _quietly_got(name: str) -> Any:
 
 def _with_definitions(names: list[str]) -> list[str]:
     """The names, the name each is defined under where that differs, and the class a factory says it
-    returns (``rlexp.build.schedules.linear`` returns a ``LinearSchedule``, a callable Hydra checks as well).
+    returns (``rlexp.builders.schedules.linear`` returns a ``LinearSchedule``, a callable Hydra checks as well).
     A name that does not import is left to Hydra's own error."""
     found = set(names)
     for name in names:

@@ -472,8 +472,8 @@ class ExperimentConfig:
     algo: Any = MISSING
     env: EnvConfig = MISSING
     # schedules turn algo.learning_rate / algo.clip_range into functions of training progress
-    lr_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.build.schedules.constant"})
-    clip_range_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.build.schedules.constant"})
+    lr_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.builders.schedules.constant"})
+    clip_range_schedule: Any = field(default_factory=lambda: {"_target_": "rlexp.builders.schedules.constant"})
     action_noise: ActionNoiseConfig = field(default_factory=ActionNoiseConfig)
     callbacks: CallbacksConfig = MISSING
     logger: LoggerConfig = MISSING

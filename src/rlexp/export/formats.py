@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rlexp.build.torch_settings import unchecked_distributions
+from rlexp.builders.torch_settings import unchecked_distributions
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.export.graph import Graph
 

@@ -37,7 +37,7 @@ def export_agent(
 ) -> Exported:
     import json
 
-    from rlexp.build.envs import build_vec_env, closed_at_end
+    from rlexp.builders.envs import build_vec_env, closed_at_end
     from rlexp.export.formats import (
         FILES,
         RUNTIME_FILES,

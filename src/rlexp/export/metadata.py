@@ -11,7 +11,7 @@ from gymnasium import spaces
 from omegaconf import OmegaConf
 from stable_baselines3.common.preprocessing import is_image_space
 
-from rlexp.build.envs import env_kwargs
+from rlexp.builders.envs import env_kwargs
 from rlexp.export.graph import Graph
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET
 from rlexp.rundir.agents import SavedAgent

@@ -12,9 +12,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlexp.build.backends import algo_class, is_sbx
-from rlexp.build.device import resolve_device
-from rlexp.build.model import schedules
+from rlexp.builders.backends import algo_class, is_sbx
+from rlexp.builders.device import resolve_device
+from rlexp.builders.model import schedules
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.loading.spaces import aligned_spaces, check_spaces
 from rlexp.rundir.pickles import model_objects, restricted_loads

@@ -10,9 +10,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlexp.build.backends import algo_class
-from rlexp.build.device import resolve_device
-from rlexp.build.model import build_model
+from rlexp.builders.backends import algo_class
+from rlexp.builders.device import resolve_device
+from rlexp.builders.model import build_model
 from rlexp.errors import ConfigError
 from rlexp.loading.agent import checked_objects, load_replay_buffer
 from rlexp.loading.spaces import aligned_spaces

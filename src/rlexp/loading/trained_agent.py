@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlexp.build.backends import algo_class, algo_target, is_sbx
+from rlexp.builders.backends import algo_class, algo_target, is_sbx
 from rlexp.errors import ConfigError
 from rlexp.lifecycle.state import Unfinished, unfinished
 from rlexp.loading.agent import checked_objects

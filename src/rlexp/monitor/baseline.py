@@ -48,7 +48,7 @@ def random_baseline(
     env: gym.Env, seed: int, episodes: int, stop: Callable[[], bool] | None = None
 ) -> dict[str, Any] | None:
     """summary.json's ``random_baseline``: mean, std, IQM and the 95% CI of the mean of random-policy
-    episodes on ``env``, one env as the eval env holds it (rlexp.build.envs.one_env; episode i seeded
+    episodes on ``env``, one env as the eval env holds it (rlexp.builders.envs.one_env; episode i seeded
     ``seed + 10000 + i``), the number of episodes and of those that never ended. None when ``stop`` cut it
     (a resumed run does not redo it)."""
     from rlexp.stats.scores import summarize

@@ -96,7 +96,7 @@ def final_evaluation(
     each_step: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Mean, std, episodes, mean length and env count over ``episodes`` episodes on ``eval_env`` (built for
-    it by rlexp.build.envs.build_eval_env, env i seeded ``seed + 10000 + i``).
+    it by rlexp.builders.envs.build_eval_env, env i seeded ``seed + 10000 + i``).
 
     ``each_step``: called after every env step (a stop signal abandons the evaluation there).
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rlexp.errors import ConfigError
+from rlexp.rundir.contract import moved_targets
 
 FORMAT = 1
 MIN_SEEDS = 5  # fewer reference seeds say nothing about a distribution
@@ -71,7 +72,7 @@ def load_reference(name: str, path: Path | None = None) -> Reference | None:
             finals=np.array([float(s["final"]) for s in seeds]),
             curve_steps=np.array(steps, dtype=np.int64),
             curves=np.array(curves, dtype=np.float64).reshape(len(seeds), len(steps)),
-            config=data["config"],
+            config=moved_targets(data["config"]),  # (a reference of an earlier release names old modules)
             seeds=seed_ids,
             path=path,
         )

@@ -3,7 +3,7 @@
 Before a run dir exists, everything the run will build that can fail on a bad value is built once, on one
 env in this process, writing no file: the env with its kwargs, wrappers and frame stack, the policy and its
 kwargs, device, schedules, action noise, replay buffer, and the trained agent to continue. Ranges that no
-typed schema expresses are checked first (rlexp.config.validation). The builders themselves (rlexp.build) name
+typed schema expresses are checked first (rlexp.config.validation). The builders themselves (rlexp.builders) name
 the key of whatever fails, so the run would report the same line.
 
 A single run is checked by the ``FrontDoor`` Hydra callback (``on_run_start``: before Hydra creates the
@@ -37,7 +37,7 @@ from rlexp.config.validation import (
 from rlexp.errors import ConfigError, Refused, one_line_error, warning_line
 from rlexp.lifecycle import lock
 from rlexp.run.mistakes import check_group_keys, check_optional_choices, check_required
-from rlexp.rundir.contract import LOCK_FILE
+from rlexp.rundir.contract import LOCK_FILE, moved_name
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +69,29 @@ def _check_extra_callbacks(cfg: DictConfig) -> None:
             )
 
 
+def _check_moved_targets(node: Any, where: str = "") -> None:
+    """A ``_target_`` in a module that moved (a user's YAML written for an earlier release: ``rlexp.build.*``)
+    gets the name it has today, in one line."""
+    if isinstance(node, dict):
+        target = node.get("_target_")
+        if isinstance(target, str) and moved_name(target) != target:
+            raise ConfigError(f"{where}_target_={target}: moved; write _target_={moved_name(target)}")
+        for key, value in node.items():
+            _check_moved_targets(value, f"{where}{key}.")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _check_moved_targets(value, f"{where}{i}.")
+
+
 def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], here: bool = True) -> None:
     """The checks that build nothing: unknown keys, an explicit tuned file, ranges, the device (``here``:
     present on this machine, which is where the run will train)."""
-    from rlexp.build.backends import algo_target, check_sbx_device, check_sbx_schedule, is_sbx
-    from rlexp.build.device import check_device
+    from rlexp.builders.backends import algo_target, check_sbx_device, check_sbx_schedule, is_sbx
+    from rlexp.builders.device import check_device
     from rlexp.trackers import check_installed
 
     check_required(cfg, overrides)
+    _check_moved_targets(OmegaConf.to_container(cfg, resolve=False))
     reject_unknown_keys(cfg)
     check_group_keys(cfg, overrides)
     check_installed(cfg)
@@ -96,8 +111,8 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
 
     ``resuming``: the run continues in its run dir (Gymnasium's env checker ran when it started)."""
     # torch and SB3 load here, when a run is about to start (not for --help or --cfg)
-    from rlexp.build.envs import check_env, probe_env, spec_threshold
-    from rlexp.build.model import build_model, observation_warnings
+    from rlexp.builders.envs import check_env, probe_env, spec_threshold
+    from rlexp.builders.model import build_model, observation_warnings
     from rlexp.loading.trained_agent import check_trained_agent
     from rlexp.monitor.solved import stop_threshold
 

@@ -1,6 +1,6 @@
 """Wires one run together: record -> envs -> agent -> logger -> callbacks -> learn -> save -> evaluate.
 
-Each step is a builder (rlexp.build), a watcher (rlexp.monitor) or a part of the run dir (rlexp.rundir);
+Each step is a builder (rlexp.builders), a watcher (rlexp.monitor) or a part of the run dir (rlexp.rundir);
 this module only calls them in the order a run needs them, and says in the run's record what each gave.
 What the run dir holds is rlexp.rundir.contract's; what the command prints, rlexp.commands.train's.
 """
@@ -18,11 +18,11 @@ from typing import Any
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from rlexp.build.backends import is_sbx, jax_device
-from rlexp.build.callbacks import RunCallbacks, build_callbacks
-from rlexp.build.envs import build_eval_env, closed_at_end, run_envs, spec_threshold
-from rlexp.build.logger import run_logger
-from rlexp.build.torch_settings import foreach_optimizers, unchecked_distributions
+from rlexp.builders.backends import is_sbx, jax_device
+from rlexp.builders.callbacks import RunCallbacks, build_callbacks
+from rlexp.builders.envs import build_eval_env, closed_at_end, run_envs, spec_threshold
+from rlexp.builders.logger import run_logger
+from rlexp.builders.torch_settings import foreach_optimizers, unchecked_distributions
 from rlexp.config.overrides import as_override
 from rlexp.errors import Diverged
 from rlexp.figures.curves import BackgroundCurves

@@ -8,7 +8,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from rlexp.build.backends import algo_target, is_sbx
+from rlexp.builders.backends import algo_target, is_sbx
 from rlexp.rundir.record import RunRecord
 
 

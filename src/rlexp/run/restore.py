@@ -9,7 +9,7 @@ import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import EvalCallback
 
-from rlexp.build.callbacks import SaveBestCallback
+from rlexp.builders.callbacks import SaveBestCallback
 from rlexp.lifecycle.resume import ResumePoint
 from rlexp.rundir.contract import (
     BEST_DIR,

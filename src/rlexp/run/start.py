@@ -13,8 +13,8 @@ import torch
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from rlexp.build.backends import is_sbx
-from rlexp.build.envs import closed_at_end, one_env
+from rlexp.builders.backends import is_sbx
+from rlexp.builders.envs import closed_at_end, one_env
 from rlexp.cluster.cpus import cnn_on_envpool, job_threads
 from rlexp.config.tuned import tuned_note
 from rlexp.lifecycle.preemption import StopOnSignal
@@ -61,7 +61,7 @@ def start_run(
         record, resume = new_record(cfg, choices, run_dir, command, threads, warnings), None
     else:
         record, resume = previous
-        record.resume(resume.step, threads, is_sbx(cfg))
+        record.resume(resume.step, threads, is_sbx(cfg), run_dir)
         log.info("resuming the run in %s from step %d (%s)", run_dir, resume.step, resume.path.name)
     record.write()
     return record, resume

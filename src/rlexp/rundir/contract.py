@@ -70,9 +70,18 @@ EVALUATE_DIR, VIDEOS_DIR, EXPORT_DIR = "eval", "videos", "export"  # (export_<ag
 RUNNING, COMPLETED, INTERRUPTED = "running", "completed", "interrupted"  # interrupted: resumable
 FAILED, PRUNED, ABORTED = "failed", "pruned", "aborted"
 
-# `_target_`s that moved since runs were written, old prefix -> new: a run of an earlier release reads as
-# one of today's (its config compares equal to the command that made it, and can be resumed)
-MOVED_TARGETS = {"rlexp.run.schedules.": "rlexp.build.schedules."}
+# modules that moved since runs were written, old name -> new (a name in them moves with them): a run of an
+# earlier release reads as one of today's (its config compares equal to the command that made it, its model
+# zip's pickles find their classes); rlexp.build was renamed rlexp.builders (tools read `build/` as output)
+MOVED_MODULES = {"rlexp.run.schedules": "rlexp.builders.schedules", "rlexp.build": "rlexp.builders"}
+
+
+def moved_name(dotted: str) -> str:
+    """``dotted`` (a module, or a name in one) under today's module names."""
+    for old, new in MOVED_MODULES.items():
+        if dotted == old or dotted.startswith(old + "."):
+            return new + dotted[len(old) :]
+    return dotted
 
 
 def checkpoint_dir(run_dir: Path, step: int) -> Path:
@@ -116,21 +125,20 @@ def read_config_dict(run_dir: Path) -> dict[str, Any]:
     config = yaml.load((run_dir / CONFIG_FILE).read_text(), Loader=_YAML)
     if not isinstance(config, dict):
         raise ValueError(f"{run_dir / CONFIG_FILE}: not a mapping")
-    return _moved_targets(config)
+    return moved_targets(config)
 
 
-def _moved_targets(node: Any) -> Any:
+def moved_targets(node: Any) -> Any:
+    """A config (plain data) whose ``_target_``s name today's modules, changed in place."""
     if isinstance(node, dict):
         target = node.get("_target_")
         if isinstance(target, str):
-            for old, new in MOVED_TARGETS.items():
-                if target.startswith(old):
-                    node["_target_"] = new + target[len(old) :]
+            node["_target_"] = moved_name(target)
         for value in node.values():
-            _moved_targets(value)
+            moved_targets(value)
     elif isinstance(node, list):
         for value in node:
-            _moved_targets(value)
+            moved_targets(value)
     return node
 
 

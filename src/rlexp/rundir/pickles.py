@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.errors import ConfigError
+from rlexp.rundir.contract import moved_name
 from rlexp.rundir.legacy_spaces import GYM_SPACES
 from rlexp.rundir.trust import RLEXP_MODULES, STACKS, _class_module, _in_package, allowed_object, trusted_packages
 
@@ -60,8 +61,8 @@ SAFE_GLOBALS = {
 
 
 # classes of RL Zoo's pickles read as rlexp's class of the same behaviour (a zoo run opens without rl_zoo3):
-# the zoo's linear schedule is rlexp's (rlexp.build.schedules.LinearSchedule takes its state)
-STAND_INS = {("rl_zoo3.utils", "SimpleLinearSchedule"): ("rlexp.build.schedules", "LinearSchedule")}
+# the zoo's linear schedule is rlexp's (rlexp.builders.schedules.LinearSchedule takes its state)
+STAND_INS = {("rl_zoo3.utils", "SimpleLinearSchedule"): ("rlexp.builders.schedules", "LinearSchedule")}
 
 
 def _storage_from_bytes(data: bytes) -> Any:
@@ -97,7 +98,7 @@ class _Restricted(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in READERS:
             return READERS[module, name]
-        module, name = STAND_INS.get((module, name), (module, name))
+        module, name = STAND_INS.get((module, name), (moved_name(module), name))
         # a dotted name walks attributes (protocol 4): "np.f2py.subprocess.Popen" from an allowed module
         if "." in name or (module.startswith("_") and (module, name) not in SAFE_GLOBALS):
             raise _Refused(f"{module}.{name}")

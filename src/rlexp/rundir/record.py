@@ -119,7 +119,7 @@ class RunRecord:
         sbx: bool,
     ) -> RunRecord:
         """The record of a run that starts now (status running); ``algo_class``: the dotted name of the class
-        that trains, ``sbx``: whether it is sbx's (rlexp.build.backends knows both)."""
+        that trains, ``sbx``: whether it is sbx's (rlexp.builders.backends knows both)."""
         return cls(
             status=RUNNING,
             algo=choices.get("algo"),
@@ -217,8 +217,10 @@ class RunRecord:
             earlier = self.stopped_early_at if isinstance(self.stopped_early_at, int) else None
             self.stopped_early_at = early or earlier
 
-    def resume(self, step: int, threads: int, sbx: bool) -> None:
-        """The run goes on from ``step``, in this process and on this host."""
+    def resume(self, step: int, threads: int, sbx: bool, run_dir: Path) -> None:
+        """The run goes on from ``step``, in this process and on this host, in ``run_dir`` (where it is now: a
+        run dir copied or moved since it stopped records itself there, not where it was)."""
+        self.run_dir = str(run_dir)
         self.error, self.checksums = ABSENT, ABSENT  # (its agents change again)
         self.resumed = [*(self.resumed if isinstance(self.resumed, list) else []), {"step": step, "time": now()}]
         self.status, self.torch_threads = RUNNING, threads

@@ -54,7 +54,7 @@ CLASS_MODULES = (
 # classes of those modules that write files when built
 WRITERS = {"RecordVideo", "RecordEpisodeStatistics", "CheckpointCallback", "EvalCallback"}
 # rlexp's own modules whose callables a config names (schedules, wrappers): they build objects from values
-RLEXP_MODULES = ("rlexp.build.schedules", "rlexp.build.wrappers", "rlexp.run.schedules")
+RLEXP_MODULES = ("rlexp.builders.schedules", "rlexp.builders.wrappers")
 # packages an env id's "module:" part may import: the env families' (rlexp.config.env_families), and Shimmy,
 # Gymnasium's bindings of other env APIs
 ENV_PACKAGES = {"shimmy", *(family.package for family in FAMILIES)}

@@ -92,7 +92,7 @@ class MlflowTracker:
         if self.run_id is not None:  # resumed: the same MLflow run goes on
             self.client.update_run(self.run_id, status="RUNNING")
         else:
-            from rlexp.build.backends import algo_target
+            from rlexp.builders.backends import algo_target
             from rlexp.rundir.provenance import git_commit
 
             tags = {

@@ -42,8 +42,8 @@ NAMES = {
 }
 # the zoo's own wrapper classes -> the same behaviour outside rl_zoo3
 WRAPPER_CLASSES = {
-    "rl_zoo3.wrappers.FrameSkip": "rlexp.build.wrappers.FrameSkip",
-    "rl_zoo3.wrappers.YAMLCompatResizeObservation": "rlexp.build.wrappers.ResizeObservation",
+    "rl_zoo3.wrappers.FrameSkip": "rlexp.builders.wrappers.FrameSkip",
+    "rl_zoo3.wrappers.YAMLCompatResizeObservation": "rlexp.builders.wrappers.ResizeObservation",
     "gymnasium.wrappers.transform_observation.GrayscaleObservation": "gymnasium.wrappers.GrayscaleObservation",
 }
 # the zoo's wrapper classes -> their names under env.wrappers (an env family's: the name its presets give it)

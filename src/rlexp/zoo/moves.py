@@ -35,7 +35,7 @@ SAME_MODEL = dict.fromkeys(("Walker2d-v2", "Walker2d-v3"), "Walker2d-v4")
 WHY_SAME_MODEL = "Walker2d-v5 gives the right foot the left's friction, which the agent never trained with"
 # a normalized value whose variance stayed below this in training was constant
 CONSTANT_VARIANCE = 1e-6
-ZEROED = "rlexp.build.wrappers.ZeroedObservations"
+ZEROED = "rlexp.builders.wrappers.ZeroedObservations"
 
 
 @dataclass(frozen=True)

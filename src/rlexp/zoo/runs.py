@@ -223,7 +223,7 @@ def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> d
                 wrappers[WRAPPER_NAMES.get(name, name.lower())] = {"_target_": target, **kwargs}
             value = wrappers
         elif key in ("lr_schedule", "clip_range_schedule"):
-            value = {"_target_": f"rlexp.build.schedules.{value}"}
+            value = {"_target_": f"rlexp.builders.schedules.{value}"}
         head, _, rest = key.partition(".")
         if rest:
             config.setdefault(head, {})[rest] = yaml_value(value)

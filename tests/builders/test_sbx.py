@@ -223,7 +223,7 @@ def test_sbx_builds_sb3s_networks_with_flax_activations():
     import torch
     from conftest import compose_cfg
 
-    from rlexp.build.backends import sbx_keywords
+    from rlexp.builders.backends import sbx_keywords
 
     cfg, _ = compose_cfg(["algo=sac", "backend=sbx"])
     keywords = {"policy": "MlpPolicy", "policy_kwargs": {"activation_fn": torch.nn.Tanh}}

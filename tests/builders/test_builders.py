@@ -6,8 +6,8 @@ import pytest
 import torch
 from conftest import FAST, compose_cfg, train
 
-from rlexp.build.device import resolve_device
-from rlexp.build.envs import build_vec_env, resolve_spec
+from rlexp.builders.device import resolve_device
+from rlexp.builders.envs import build_vec_env, resolve_spec
 from rlexp.errors import ConfigError
 
 
@@ -104,7 +104,7 @@ def test_foreach_leaves_what_it_does_not_support_or_was_not_checked_for(policy_k
     """differentiable optimizers cannot step with foreach; SGD's foreach results were not checked."""
     from stable_baselines3 import PPO
 
-    from rlexp.build.torch_settings import foreach_optimizers
+    from rlexp.builders.torch_settings import foreach_optimizers
 
     model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, policy_kwargs=policy_kwargs, device="cpu")
     foreach_optimizers(model)

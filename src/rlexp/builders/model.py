@@ -13,10 +13,10 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlexp.build.backends import algo_class, is_sbx, sbx_keywords
-from rlexp.build.device import resolve_device
-from rlexp.build.noise import build_action_noise
-from rlexp.build.schedules import CONSTANT
+from rlexp.builders.backends import algo_class, is_sbx, sbx_keywords
+from rlexp.builders.device import resolve_device
+from rlexp.builders.noise import build_action_noise
+from rlexp.builders.schedules import CONSTANT
 from rlexp.config.hydra_versions import instantiate
 from rlexp.errors import ConfigError, collapsed, one_line_error
 

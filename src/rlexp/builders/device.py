@@ -5,7 +5,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from rlexp.build.backends import algo_class, is_sbx
+from rlexp.builders.backends import algo_class, is_sbx
 from rlexp.errors import ConfigError
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from rlexp.build.schedules import CONSTANT
+from rlexp.builders.schedules import CONSTANT
 from rlexp.cluster.cpus import job_threads
 from rlexp.errors import ConfigError, one_line_error
 
