@@ -54,8 +54,9 @@ from typing import Any
 
 import yaml
 
-from rlexp.config.schema import ALGO_SCHEMAS, OnPolicyConfig
-from rlexp.zoo.format import ALGOS, zoo_dir
+from rlexp.config.algorithms import ALGORITHMS, algorithm
+from rlexp.config.schema import OnPolicyConfig
+from rlexp.zoo.format import zoo_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "zoo_parity.json"
@@ -66,7 +67,7 @@ SECTIONS = ("pairs", "full_budget", "with_evaluations")  # the short budgets, --
 EVAL_EPISODES = 5  # --eval: both sides' periodic evaluations, halfway through the budget (and at its end)
 ATARI_ID = "BreakoutNoFrameskip-v4"  # the game the zoo's `atari` entry is run on
 ZOO_DEFAULTS = {"n_envs": 1}  # the zoo's value of a key its entry leaves out
-ON_POLICY = {name for name, schema in ALGO_SCHEMAS.items() if issubclass(schema, OnPolicyConfig)}
+ON_POLICY = {a.name for a in ALGORITHMS if issubclass(a.schema, OnPolicyConfig)}
 
 
 @dataclass
@@ -89,7 +90,7 @@ class Case:
 
 def zoo_algo(algo: str) -> str:
     """The zoo's name of rlexp's algorithm (its --algo and hyperparams/<name>.yml)."""
-    return {ours: theirs for theirs, ours in ALGOS.items()}[algo]
+    return str(algorithm(algo).zoo)
 
 
 def zoo_hyperparams(algo: str) -> dict[str, Any]:

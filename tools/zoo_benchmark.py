@@ -1,6 +1,6 @@
 """RL Baselines3 Zoo's benchmark.md (the score of its one trained agent per algo and env) as
 src/rlexp/data/zoo_benchmark.csv, which rlexp.references.zoo_benchmark reads: the numbers as the table
-writes them, the algo in rlexp's name (rlexp.zoo.format.ALGOS), the zoo's commit in the first line.
+writes them, the algo in rlexp's name (rlexp.config.algorithms, by its zoo name), the zoo's commit in the first line.
 
     python tools/zoo_benchmark.py ../rl-baselines3-zoo/benchmark.md      # (nox -s zoo-benchmark -- PATH)
     python tools/zoo_benchmark.py benchmark.md --commit 22e3ff24...      # a copy outside a zoo checkout
@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rlexp.config.algorithms import by_zoo_name
 from rlexp.references.zoo_benchmark import COLUMNS, CSV_NAME, GENERATED, SOURCE_PREFIX, source_text
-from rlexp.zoo.format import ALGOS
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "src" / "rlexp" / "data" / CSV_NAME
@@ -46,10 +46,11 @@ def parse(text: str) -> tuple[list[dict[str, str]], list[str]]:
             float(row["mean_reward"]), float(row["std_reward"]), int(row["eval_timesteps"]), int(row["eval_episodes"])
         except ValueError:
             raise ValueError(f"line {n}: not a number where one goes: {line}") from None
-        if row["algo"] not in ALGOS:
+        algorithm = by_zoo_name(row["algo"])
+        if algorithm is None:
             skipped.append(row["algo"])
             continue
-        row["algo"] = ALGOS[row["algo"]]
+        row["algo"] = algorithm.name
         if (row["algo"], row["env_id"]) in seen:
             raise ValueError(f"line {n}: {row['algo']} on {row['env_id']} a second time")
         seen.add((row["algo"], row["env_id"]))

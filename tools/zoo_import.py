@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
+from rlexp.config.algorithms import ALGORITHMS, by_zoo_name
 from rlexp.config.env_families import BY_NAME
-from rlexp.zoo.format import ALGOS, WRAPPER_NAMES, ZOO_VERSION, ClassRef, rlexp_values, yaml_value, zoo_dir
+from rlexp.zoo.format import WRAPPER_NAMES, ZOO_VERSION, ClassRef, rlexp_values, yaml_value, zoo_dir
 
 __all__ = ["DATA", "ENVS", "ClassRef", "write", "zoo_pairs"]
 
@@ -91,14 +92,15 @@ def zoo_pairs() -> dict[tuple[str, str], dict[str, Any]]:
     """(rlexp algo, zoo env id) -> the zoo's values in rlexp's keys, for every pair rlexp covers."""
     pairs = {}
     for path in sorted(zoo_dir().glob("*.yml")):
-        if path.stem not in ALGOS:
+        algorithm = by_zoo_name(path.stem)  # (her.yml: the zoo 2.9.2 has no her; its values are in tqc and sac)
+        if algorithm is None:
             continue
         for env_id, hyperparams in yaml.safe_load(path.read_text()).items():
             if env_id in NOT_COVERED or f"{path.stem}:{env_id}" in NOT_COVERED:
                 continue
             if env_id not in ENVS:
                 raise KeyError(f"{path.name}: {env_id} is neither in {DATA.name}'s envs nor in its not_covered")
-            pairs[(ALGOS[path.stem], env_id)] = rlexp_values(hyperparams)
+            pairs[(algorithm.name, env_id)] = rlexp_values(hyperparams)
     return pairs
 
 
@@ -216,7 +218,7 @@ def write() -> None:
     pairs = zoo_pairs()
     for path in (conf / "tuned").glob("*.yaml"):  # every tuned file is generated
         path.unlink()
-    zoo_files = {v: k for k, v in ALGOS.items()}
+    zoo_files = {a.name: a.zoo for a in ALGORITHMS}
     for env in {e.preset: e for e in (*ENVS.values(), *FAMILY_ONLY)}.values():
         (conf / "env" / f"{env.preset}.yaml").write_text(preset_text(env))
     for (algo, env_id), values in sorted(pairs.items()):

@@ -63,12 +63,19 @@ def _schema_module() -> Any:
         return importlib.import_module("rlexp.schema")
 
 
-def _schemas_by_store_name(schema: Any) -> dict[str, type]:
+def _algorithm_schemas() -> dict[str, type]:
+    """algo option -> its schema, from the algorithm registry (rlexp.config.algorithms) of the checkout."""
+    _schema_module()  # (src/ on the path)
+    registry = importlib.import_module("rlexp.config.algorithms")
+    return {a.name: a.schema for a in registry.ALGORITHMS}
+
+
+def _schemas_by_store_name() -> dict[str, type]:
     """Config-store name (``algo_ppo_schema``) -> the dataclass it stores, as rlexp registers them."""
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
-    schema.register_configs()
+    importlib.import_module("rlexp.config.store").register_configs()
     with contextlib.suppress(ImportError):  # (the sweeper's schema registers itself when its plugin is imported)
         importlib.import_module("hydra_plugins.rlexp_optuna_sweeper.config")
     found: dict[str, type] = {}
@@ -265,7 +272,7 @@ def _schema_section(schema: Any, group_choice: dict[str, str]) -> list[str]:
         "| algo | keys and types |",
         "|---|---|",
     ]
-    for name, cls in schema.ALGO_SCHEMAS.items():
+    for name, cls in _algorithm_schemas().items():
         hints = typing.get_type_hints(cls)
         keys = ", ".join(f"`{f.name}` ({_type_name(hints[f.name])})" for f in dataclasses.fields(cls))
         out.append(f"| `{name}` | {keys} |")
@@ -485,7 +492,7 @@ def _option_section(group: str, path: Path, schemas: dict[str, type]) -> list[st
 
 def config_page() -> str:
     schema = _schema_module()
-    schemas = _schemas_by_store_name(schema)
+    schemas = _schemas_by_store_name()
     defaults = _group_defaults()
     groups = _groups()
     header, _, _ = _yaml_comments(CONF / "config.yaml")
@@ -553,8 +560,8 @@ def _baseline(algo: str | None, env: str | None) -> dict[str, Any]:
         default = _default(f)
         if default is not dataclasses.MISSING:
             values[f"env.{f.name}"] = default.value if isinstance(default, enum.Enum) else default
-    if algo in schema.ALGO_SCHEMAS:
-        values.update(_flat(_schema_defaults(schema.ALGO_SCHEMAS[algo]), "algo."))
+    if algo in _algorithm_schemas():
+        values.update(_flat(_schema_defaults(_algorithm_schemas()[algo]), "algo."))
     if env and (CONF / "env" / f"{env}.yaml").is_file():
         data = {k: v for k, v in _load(CONF / "env" / f"{env}.yaml").items() if k != "defaults"}
         values.update(_flat(data, "env."))
@@ -564,7 +571,7 @@ def _baseline(algo: str | None, env: str | None) -> dict[str, Any]:
 def tuned_rows() -> list[dict[str, Any]]:
     """One dict per conf/tuned/<algo>_<env>.yaml: algo, env, env id, budget, n_envs, the keys whose values
     differ from the pair's own, and the notes of the file's leading comment."""
-    algos = sorted(_schema_module().ALGO_SCHEMAS, key=len, reverse=True)
+    algos = sorted(_algorithm_schemas(), key=len, reverse=True)
     envs = {p.stem for p in (CONF / "env").glob("*.yaml")}
     schedules = _schedule_names()
     rows = []

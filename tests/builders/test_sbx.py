@@ -161,7 +161,7 @@ def test_an_algorithm_sbx_lacks_is_refused_before_a_run_dir_exists(tmp_path):
     result = rlexp_cli([*FAST, "algo=a2c", "backend=sbx"], cwd=tmp_path)
     assert result.returncode == 1
     assert stderr_lines(result) == [
-        "rlexp: error: backend=sbx: sbx has no A2C (it trains sac, tqc, td3, ddpg, crossq, ppo, dqn); use backend=sb3"
+        "rlexp: error: backend=sbx: sbx has no A2C (it trains ppo, dqn, sac, td3, ddpg, tqc, crossq); use backend=sb3"
     ]
     assert not (tmp_path / "outputs").exists()
 

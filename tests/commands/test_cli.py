@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import FAST, rlexp_cli, stderr_lines, train
 
-from rlexp.config.schema import ALGO_SCHEMAS
+from rlexp.config.algorithms import ALGORITHMS
 
 
 def test_runs_from_any_directory_and_reports_where_and_how_well(tmp_path):
@@ -141,7 +141,7 @@ def test_under_a_profiler_the_command_exits_as_python_does(tmp_path):
 
 
 # the algorithms as Hydra lists a group's options: sorted, comma-separated
-ALGO_OPTIONS = ", ".join(sorted(ALGO_SCHEMAS))
+ALGO_OPTIONS = ", ".join(sorted(a.name for a in ALGORITHMS))
 # bad input -> (overrides, text the one-line error must contain); README's Errors examples (an unknown
 # algo, a misspelt key, env id or tuned file, DQN on Pendulum, an unknown policy, gamma 1.5, CUDA) are
 # run as shown, output and all, by tests/test_readme.py

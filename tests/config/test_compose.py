@@ -12,10 +12,10 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from rlexp.config.schema import ALGO_SCHEMAS
+from rlexp.config.algorithms import ALGORITHMS
 
 CONF = files("rlexp.conf")
-ALGOS = sorted(ALGO_SCHEMAS)
+ALGOS = sorted(a.name for a in ALGORITHMS)
 ENVS = sorted(p.name.removesuffix(".yaml") for p in (CONF / "env").iterdir() if p.name.endswith(".yaml"))
 TUNED = sorted(p.name.removesuffix(".yaml") for p in (CONF / "tuned").iterdir() if p.name.endswith(".yaml"))
 # constructor arguments that the manager passes itself rather than reading from algo.*

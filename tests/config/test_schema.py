@@ -1,5 +1,5 @@
-"""The schema is the one home of the experiment config's defaults, ranges and algorithms: no YAML option
-restates a default, every declared range is checked, and the lists of algorithms are the registry's."""
+"""The schema is the one home of the experiment config's defaults and ranges: no YAML option restates a
+default, every declared range is checked, and the lists of algorithms are the registry's."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the sweeper's schema)
-from rlexp.config.schema import ALGO_SCHEMAS, field_range, register_configs
+from rlexp.config.algorithms import ALGORITHMS, algorithm
+from rlexp.config.schema import field_range
+from rlexp.config.store import register_configs
 from rlexp.config.validation import check_ranges, ranged_values
 from rlexp.errors import ConfigError
 
@@ -116,12 +118,12 @@ def _out_of_range(value_range) -> float:
     return value_range.low if value_range.strict else value_range.low - 1
 
 
-@pytest.mark.parametrize("algo", list(ALGO_SCHEMAS))
+@pytest.mark.parametrize("algo", [a.name for a in ALGORITHMS])
 def test_every_declared_range_is_checked(algo):
     cfg = compose_cfg([f"algo={algo}", "~tuned"])[0]
     ranged = {key: must_be for key, _, must_be in ranged_values(cfg)}
     assert {"algo.learning_rate", "n_timesteps", "diagnostics.q_every", "callbacks.eval.freq"} <= set(ranged)
-    assert ranged["algo.learning_rate"] == field_range(ALGO_SCHEMAS[algo], "learning_rate")
+    assert ranged["algo.learning_rate"] == field_range(algorithm(algo).schema, "learning_rate")
     for key, must_be in ranged.items():
         bad = cfg.copy()
         with open_dict(bad):
@@ -132,10 +134,7 @@ def test_every_declared_range_is_checked(algo):
 
 
 def test_the_lists_of_algorithms_are_the_registrys():
-    """rlexp --help, its errors and the tests read the registry (ALGO_SCHEMAS); the docs' list is kept to it."""
-    from rlexp.zoo.format import ALGOS as ZOO_NAMES
-
-    assert set(ZOO_NAMES.values()) <= set(ALGO_SCHEMAS)
+    """rlexp --help, its errors and the tests read the registry (ALGORITHMS); the docs' list is kept to it."""
     train_md = (ROOT / "docs" / "guides" / "train.md").read_text()
     row = next(line for line in train_md.splitlines() if line.startswith("| `algo` |"))
-    assert row.split("|")[2].strip() == ", ".join(ALGO_SCHEMAS)
+    assert row.split("|")[2].strip() == ", ".join(a.name for a in ALGORITHMS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import FAST, train
 
-from rlexp.config.schema import ALGO_SCHEMAS
+from rlexp.config.algorithms import ALGORITHMS
 
 # off-policy: 64 updates of 256 steps (the updates run; a few hundred would only cost time)
 UPDATES = ["algo.learning_starts=192"]
@@ -27,7 +27,7 @@ SMOKE = {
 }
 
 
-@pytest.mark.parametrize("algo", sorted(ALGO_SCHEMAS))
+@pytest.mark.parametrize("algo", sorted(a.name for a in ALGORITHMS))
 def test_algorithm_trains(algo, tmp_path):
     env, extra = SMOKE[algo]
     summary = train([f"algo={algo}", f"env={env}", *FAST, *extra], tmp_path)

@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 
 from rlexp.builders.schedules import CONSTANT
 from rlexp.cluster.cpus import job_threads
+from rlexp.config.algorithms import ALGORITHMS, by_target
 from rlexp.errors import ConfigError, one_line_error
 
 if TYPE_CHECKING:
@@ -26,18 +27,6 @@ if TYPE_CHECKING:
 JAX_CACHE_BYTES = 1 << 30  # compiled programs kept between runs (a SAC run's are ~0.6 MB)
 SB3 = "sb3"
 SBX = "sbx"
-# the algorithm classes sbx has, by the SB3 / sb3-contrib class the algo config names
-SBX_CLASSES = {
-    "stable_baselines3.SAC": "sbx.SAC",
-    "sb3_contrib.TQC": "sbx.TQC",
-    "stable_baselines3.TD3": "sbx.TD3",
-    "stable_baselines3.DDPG": "sbx.DDPG",
-    "sb3_contrib.CrossQ": "sbx.CrossQ",
-    "stable_baselines3.PPO": "sbx.PPO",
-    "stable_baselines3.DQN": "sbx.DQN",
-}
-# sbx keeps the learning rate of these at its first value: a schedule would be ignored
-CONSTANT_LEARNING_RATE = ("sbx.TD3", "sbx.DDPG", "sbx.CrossQ", "sbx.DQN")
 # torch activation classes (policy_kwargs.activation_fn) and the flax functions sbx's networks take
 FLAX_ACTIVATIONS = {
     "ReLU": "relu",
@@ -50,13 +39,6 @@ FLAX_ACTIVATIONS = {
     "SELU": "selu",
     "Softplus": "softplus",
 }
-# what SB3 builds when policy_kwargs leaves these out, where sbx would build something else
-SB3_POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
-    "DQN": {"net_arch": [64, 64]},
-    "TD3": {"net_arch": [400, 300]},
-    "DDPG": {"net_arch": [400, 300]},
-    "PPO": {"ortho_init": True},
-}
 
 
 def is_sbx(cfg: DictConfig) -> bool:
@@ -68,12 +50,12 @@ def algo_target(cfg: DictConfig) -> str:
     """The dotted name of the class that trains (summary.json's algo_class)."""
     if not is_sbx(cfg):
         return str(cfg.algo._target_)
-    target = SBX_CLASSES.get(str(cfg.algo._target_))
-    if target is None:
+    algorithm = by_target(str(cfg.algo._target_))
+    if algorithm is None or algorithm.sbx is None:
         name = str(cfg.algo._target_).rsplit(".", 1)[-1]
-        names = ", ".join(t.rsplit(".", 1)[-1].lower() for t in SBX_CLASSES)
+        names = ", ".join(a.name for a in ALGORITHMS if a.sbx is not None)
         raise ConfigError(f"backend=sbx: sbx has no {name} (it trains {names}); use backend=sb3")
-    return target
+    return algorithm.sbx
 
 
 def algo_class(cfg: DictConfig) -> type[BaseAlgorithm]:
@@ -125,6 +107,8 @@ def sbx_keywords(cfg: DictConfig, cls: type, keywords: dict[str, Any]) -> dict[s
     takes = inspect.signature(cls).parameters
     sb3_defaults = {k: p.default for k, p in inspect.signature(get_class(cfg.algo._target_)).parameters.items()}
     name = cls.__name__
+    algorithm = by_target(str(cfg.algo._target_))
+    refused = algorithm.sbx_refuses if algorithm is not None else {}
     out: dict[str, Any] = {}
     for key, value in keywords.items():
         if key in takes:
@@ -134,18 +118,13 @@ def sbx_keywords(cfg: DictConfig, cls: type, keywords: dict[str, Any]) -> dict[s
                 f"algo.{key}={value}: sbx's {name} does not take {key} (backend=sbx; SB3's default "
                 f"{sb3_defaults.get(key)!r} or backend=sb3)"
             )
-    if name == "PPO":
-        for key, why in (
-            ("target_kl", "sets an adaptive learning rate in sbx instead of stopping an update early"),
-            ("clip_range_vf", "is ignored by sbx"),
-        ):
-            if out.get(key) is not None:
-                raise ConfigError(f"algo.{key}={out[key]}: {why} (backend=sbx; null or backend=sb3)")
+    for key, why in refused.items():
+        if out.get(key) is not None:
+            raise ConfigError(f"algo.{key}={out[key]}: {why} (backend=sbx; null or backend=sb3)")
     if out.get("use_sde"):
         raise ConfigError(f"algo.use_sde=true: sbx's {name} has no gSDE (backend=sbx; false or backend=sb3)")
-    out["policy_kwargs"] = _flax_policy_kwargs(
-        name, {**SB3_POLICY_DEFAULTS.get(name, {}), **(out.get("policy_kwargs") or {})}
-    )
+    sb3_policy = dict(algorithm.sbx_policy_defaults) if algorithm is not None else {}
+    out["policy_kwargs"] = _flax_policy_kwargs(name, {**sb3_policy, **(out.get("policy_kwargs") or {})})
     return out
 
 
@@ -174,8 +153,10 @@ def _flax_policy_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_sbx_schedule(cfg: DictConfig, target: str) -> None:
-    """sbx's TD3, DDPG, CrossQ and DQN keep their first learning rate: a schedule is refused, not ignored."""
-    if target in CONSTANT_LEARNING_RATE and cfg.lr_schedule._target_ != CONSTANT:
+    """sbx's TD3, DDPG, CrossQ and DQN keep their first learning rate (``sbx_constant_lr`` of their entry): a
+    schedule is refused, not ignored."""
+    constant = any(a.sbx == target and a.sbx_constant_lr for a in ALGORITHMS)
+    if constant and cfg.lr_schedule._target_ != CONSTANT:
         raise ConfigError(
             f"lr_schedule: sbx's {target.rsplit('.', 1)[-1]} keeps its learning rate constant "
             "(backend=sbx; schedule@lr_schedule=constant or backend=sb3)"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlexp.commands.arguments import add_agent_arguments
+from rlexp.config.env_families import FAMILIES
 from rlexp.errors import ConfigError
 
 if TYPE_CHECKING:  # the run modules import SB3: loaded once the arguments are good
@@ -30,15 +31,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _headless() -> None:
-    """Rendering without a display: pygame (classic control, Box2D) on SDL's dummy driver; MuJoCo through
-    EGL, else OSMesa (chosen before mujoco is imported)."""
+    """Rendering without a display: pygame (classic control, Box2D) on SDL's dummy driver; a family that
+    renders with OpenGL (MuJoCo: its ``headless_gl``) through EGL, else OSMesa (chosen before its package is
+    imported)."""
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    if "MUJOCO_GL" not in os.environ:
+    for variable in (f.headless_gl for f in FAMILIES if f.headless_gl and f.headless_gl not in os.environ):
         for backend, library in (("egl", "EGL"), ("osmesa", "OSMesa")):
             if ctypes.util.find_library(library):
-                os.environ["MUJOCO_GL"] = backend
+                os.environ[variable] = backend
                 os.environ.setdefault("PYOPENGL_PLATFORM", backend)
-                return
+                break
 
 
 def _writer(fmt: str) -> Any:

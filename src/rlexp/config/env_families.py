@@ -50,6 +50,9 @@ class Family:
     # env.vec_env=envpool builds the game as EnvPool's Atari task: the preset's wrappers and frame stack
     # become EnvPool's own preprocessing, and episodes end with the game (not with a life)
     envpool_atari: bool = False
+    # the environment variable that chooses how the family's envs render without a display (MuJoCo's
+    # MUJOCO_GL), read once its package is imported: `rlexp video` sets it to EGL, else OSMesa, where found
+    headless_gl: str | None = None
     # how `rlexp list` names the env of a tuned file made for the whole family (its tuned_env_id: the name)
     any_id: str | None = None
     # what the family's generated presets say of it (comment lines of conf/env/*.yaml)
@@ -96,6 +99,7 @@ FAMILIES = (
         module=None,
         entry_point="gymnasium.envs.mujoco",
         extra="mujoco",
+        headless_gl="MUJOCO_GL",
         note="pip install 'rlexp[mujoco]'.",
         summary="presets build v5; `-v4` ids train v4; the zoo's `-v2` and `-v3` ids (mujoco-py) train v5, said in a line",
     ),

@@ -1,17 +1,57 @@
 """Hydra override strings: those rlexp writes for the user to run (trial commands, resume hints, command.txt)
-and those it reads as RL papers write them (``n_timesteps=1e6``)."""
+and those it reads as RL papers write them (``n_timesteps=1e6``), by the types of the keys they set."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import typing
 from pathlib import Path
 from typing import Any
 
-from rlexp.config.schema import integer_keys
+from rlexp.config.algorithms import ALGORITHMS
+from rlexp.config.schema import ExperimentConfig
 
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _is_int(tp: Any) -> bool:
+    return tp is int or (typing.get_origin(tp) is typing.Union and int in typing.get_args(tp))
+
+
+def _is_list(tp: Any) -> bool:
+    optional = typing.get_origin(tp) is typing.Union
+    return any(typing.get_origin(t) is list for t in (typing.get_args(tp) if optional else (tp,)))
+
+
+def _keys_typed(test: typing.Callable[[Any], bool]) -> set[str]:
+    """Dotted keys whose type passes ``test`` in some schema: the experiment's, and ``algo.*`` any algorithm's."""
+    keys: set[str] = set()
+
+    def walk(schema: type, prefix: str) -> None:
+        for name, tp in typing.get_type_hints(schema).items():
+            if test(tp):
+                keys.add(prefix + name)
+            elif dataclasses.is_dataclass(tp):
+                walk(tp, f"{prefix}{name}.")
+
+    walk(ExperimentConfig, "")
+    for algorithm in ALGORITHMS:
+        walk(algorithm.schema, "algo.")
+    return keys
+
+
+def integer_keys() -> set[str]:
+    """Dotted keys typed int in some schema (``n_timesteps``, ``algo.buffer_size``, ``env.n_envs``...): the
+    command line accepts whole floats such as ``1e6`` for them."""
+    return _keys_typed(_is_int)
+
+
+def list_keys() -> set[str]:
+    """Dotted keys typed as a list (``logger.formats``, ``env.aliases``...): ``key=a,b`` there may mean a list."""
+    return _keys_typed(_is_list)
 
 
 def as_override(key: str, value: Any) -> str:

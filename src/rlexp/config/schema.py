@@ -8,7 +8,7 @@ chosen algorithm does not take is unknown to its schema.
 Defaults live here and nowhere else: a YAML option sets only the values that its choice changes
 (``diagnostics/none.yaml`` its nulls, ``algo/ppo.yaml`` nothing), so that a run of an older release,
 read back over these defaults (rlexp.rundir.contract.read_config; its algo node over those of the schema
-its ``_target_`` names, algo_defaults), gets the same value for a key added since as a new run
+its ``_target_`` names, rlexp.config.algorithms.algo_defaults), gets the same value for a key added since as a new run
 (tests/config/test_schema.py keeps the YAML free of them). A range that no type expresses is declared
 with its key (``ranged(default, POSITIVE)``) and checked by rlexp.config.validation before a run starts;
 a subclass that only gives the key its default keeps it.
@@ -20,18 +20,13 @@ import dataclasses
 import functools
 import math
 import re
-import typing
 from dataclasses import dataclass, field
 from enum import Enum
 from importlib.resources import files
 from typing import Any, Dict, List, Optional
 
 import yaml
-from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, OmegaConf
-
-from rlexp.config.hydra_versions import register_resolver
-from rlexp.config.launchers import register_launcher_configs
+from omegaconf import MISSING
 
 
 # ----------------------------------------------------------------------------------- ranges
@@ -256,36 +251,6 @@ class CrossQConfig(OffPolicyConfig):
     use_sde_at_warmup: bool = False
 
 
-# the algorithms rlexp trains: algo=<name> (conf/algo/<name>.yaml extends algo_<name>_schema); every list of
-# algorithms in the code, the tests and the docs is this one
-ALGO_SCHEMAS: dict[str, type[AlgoConfig]] = {
-    "ppo": PPOConfig,
-    "a2c": A2CConfig,
-    "dqn": DQNConfig,
-    "sac": SACConfig,
-    "td3": TD3Config,
-    "ddpg": DDPGConfig,
-    "tqc": TQCConfig,
-    "trpo": TRPOConfig,
-    "qrdqn": QRDQNConfig,
-    "ars": ARSConfig,
-    "recurrent_ppo": RecurrentPPOConfig,
-    "crossq": CrossQConfig,
-}
-
-
-def algo_defaults(target: Any) -> dict[str, Any] | None:
-    """The keys of the algorithm whose class ``target`` names (an algo node's ``_target_``, which every run's
-    config.yaml holds) with their schema defaults, as plain data; None for a class that no schema of
-    ALGO_SCHEMAS is for (a user's own algorithm). ``ExperimentConfig.algo`` is untyped (any algorithm's
-    node): rlexp.rundir.contract.read_config fills an older run's algo node from these."""
-    schema = next((s for s in ALGO_SCHEMAS.values() if s._target_ == target), None)
-    if schema is None:
-        return None
-    defaults = OmegaConf.to_container(OmegaConf.structured(schema), throw_on_missing=False)
-    return {str(k): v for k, v in defaults.items() if v != MISSING}  # type: ignore[union-attr]
-
-
 # ----------------------------------------------------------------------------------- envs
 class VecEnvKind(str, Enum):
     auto = "auto"  # numpy where it gives the same results as dummy, otherwise lean (rlexp.vecenvs.choice)
@@ -507,25 +472,6 @@ class ExperimentConfig:
     search_space: Dict[str, str] = field(default_factory=dict)
 
 
-@functools.cache  # once per process: Hydra 1.4 warns when a name is stored again (1.5 refuses)
-def register_configs() -> None:
-    """Register the schemas in Hydra's ConfigStore so that YAML options can extend them.
-
-    They are stored at the root (``algo/ppo.yaml`` starts with ``- /algo_ppo_schema@_here_``), not in
-    the groups they type, so that ``rlexp --help`` and "Available options" list only real options.
-    """
-    cs = ConfigStore.instance()
-    cs.store(name="experiment_schema", node=ExperimentConfig)
-    for name, schema in ALGO_SCHEMAS.items():
-        cs.store(name=f"algo_{name}_schema", node=schema)
-    cs.store(name="env_schema", node=EnvConfig)
-    cs.store(name="callbacks_schema", node=CallbacksConfig)
-    cs.store(name="logger_schema", node=LoggerConfig)
-    cs.store(name="diagnostics_schema", node=DiagnosticsConfig)
-    register_launcher_configs()
-    register_resolver("rlexp_env_name", env_name)
-
-
 @functools.cache
 def _preset_env_id(preset: str) -> str | None:
     """The env id that a shipped env preset sets (None for a preset rlexp does not ship)."""
@@ -548,40 +494,3 @@ def schema_fields(name: str) -> list[str]:
     schema = globals().get(name)
     is_schema = isinstance(schema, type) and dataclasses.is_dataclass(schema) and schema.__module__ == __name__
     return [f.name for f in dataclasses.fields(schema)] if is_schema else []
-
-
-def _is_int(tp: Any) -> bool:
-    return tp is int or (typing.get_origin(tp) is typing.Union and int in typing.get_args(tp))
-
-
-def _is_list(tp: Any) -> bool:
-    optional = typing.get_origin(tp) is typing.Union
-    return any(typing.get_origin(t) in (list, List) for t in (typing.get_args(tp) if optional else (tp,)))
-
-
-def _keys_typed(test: typing.Callable[[Any], bool]) -> set[str]:
-    """Dotted keys whose type passes ``test`` in some schema: the experiment's, and ``algo.*`` any algorithm's."""
-    keys: set[str] = set()
-
-    def walk(schema: type, prefix: str) -> None:
-        for name, tp in typing.get_type_hints(schema).items():
-            if test(tp):
-                keys.add(prefix + name)
-            elif dataclasses.is_dataclass(tp):
-                walk(tp, f"{prefix}{name}.")
-
-    walk(ExperimentConfig, "")
-    for schema in ALGO_SCHEMAS.values():
-        walk(schema, "algo.")
-    return keys
-
-
-def integer_keys() -> set[str]:
-    """Dotted keys typed int in some schema (``n_timesteps``, ``algo.buffer_size``, ``env.n_envs``...): the
-    command line accepts whole floats such as ``1e6`` for them."""
-    return _keys_typed(_is_int)
-
-
-def list_keys() -> set[str]:
-    """Dotted keys typed as a list (``logger.formats``, ``env.aliases``...): ``key=a,b`` there may mean a list."""
-    return _keys_typed(_is_list)

@@ -11,7 +11,7 @@ import yaml
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from rlexp.config.schema import ALGO_SCHEMAS
+from rlexp.config.algorithms import ALGORITHMS
 from rlexp.config.validation import did_you_mean
 from rlexp.errors import ConfigError
 
@@ -88,7 +88,7 @@ class TunedPair:
 def tuned_pairs() -> list[TunedPair]:
     """Every shipped tuned file (conf/tuned/<algo>_<env>.yaml), read as YAML: nothing is composed."""
     conf = files("rlexp.conf")
-    algos = sorted(ALGO_SCHEMAS, key=len, reverse=True)  # (the longest first: a name may start another)
+    algos = sorted((a.name for a in ALGORITHMS), key=len, reverse=True)  # (the longest first: a name may start another)
     families: dict[str, str] = {}
     pairs = []
     for path in sorted((conf / "tuned").iterdir(), key=lambda p: p.name):

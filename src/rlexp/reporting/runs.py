@@ -18,7 +18,7 @@ import numpy as np
 import yaml
 from omegaconf import OmegaConf
 
-from rlexp.config.schema import algo_defaults
+from rlexp.config.algorithms import algo_defaults
 from rlexp.errors import ConfigError, collapsed
 from rlexp.rundir.contract import (
     COMMAND_FILE,

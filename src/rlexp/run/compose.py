@@ -19,7 +19,7 @@ def register_hydra() -> None:
 
     from hydra_plugins.rlexp_launcher.launcher import LocalParallelLauncher
     from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
-    from rlexp.config.schema import register_configs
+    from rlexp.config.store import register_configs
 
     register_configs()
     Plugins.instance().register(OptunaSweeper)

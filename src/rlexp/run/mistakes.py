@@ -21,7 +21,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException, ValidationError
 from omegaconf.nodes import BooleanNode, EnumNode, FloatNode, IntegerNode, StringNode
 
-from rlexp.config.schema import list_keys, schema_fields
+from rlexp.config.overrides import list_keys
+from rlexp.config.schema import schema_fields
 from rlexp.config.tuned import options_on_search_path
 from rlexp.config.validation import did_you_mean
 from rlexp.errors import ConfigError

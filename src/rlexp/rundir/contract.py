@@ -148,7 +148,8 @@ def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictCo
     The algo node (untyped in the schema: any algorithm's) gets the keys it lacks from the schema of the
     algorithm its ``_target_`` names; a class of the user's own is kept as saved.
     (A command that builds what it names reads it with rlexp.rundir.trust.read_trusted_config.)"""
-    from rlexp.config.schema import ExperimentConfig, algo_defaults
+    from rlexp.config.algorithms import algo_defaults
+    from rlexp.config.schema import ExperimentConfig
 
     path = run_dir / CONFIG_FILE
     try:

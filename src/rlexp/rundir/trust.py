@@ -25,6 +25,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from rlexp.config.algorithms import ALGORITHMS
 from rlexp.config.env_families import FAMILIES
 from rlexp.config.hydra_versions import NAME_RESOLVERS  # (allowed when the name they resolve is)
 from rlexp.errors import ConfigError
@@ -39,12 +40,11 @@ CLASS_MODULES = (
     "stable_baselines3.common.callbacks", "stable_baselines3.common.noise", "stable_baselines3.common.policies",
     "stable_baselines3.common.running_mean_std", "stable_baselines3.common.sb2_compat.",
     "stable_baselines3.common.torch_layers", "stable_baselines3.common.type_aliases", "stable_baselines3.common.utils",
-    "stable_baselines3.common.vec_env.vec_normalize", "stable_baselines3.her.", "stable_baselines3.a2c.",
-    "stable_baselines3.ddpg.", "stable_baselines3.dqn.", "stable_baselines3.ppo.", "stable_baselines3.sac.",
-    "stable_baselines3.td3.",
-    "sb3_contrib", "sb3_contrib.common.", "sb3_contrib.ars.", "sb3_contrib.crossq.", "sb3_contrib.ppo_mask.",
-    "sb3_contrib.ppo_recurrent.", "sb3_contrib.qrdqn.", "sb3_contrib.tqc.", "sb3_contrib.trpo.",
+    "stable_baselines3.common.vec_env.vec_normalize", "stable_baselines3.her.",
+    "sb3_contrib", "sb3_contrib.common.", "sb3_contrib.ppo_mask.",
     "sbx", "sbx.",
+    # the algorithms' own (rlexp.config.algorithms: PPO's stable_baselines3.ppo., CrossQ's sb3_contrib.crossq.)
+    *(module for algorithm in ALGORITHMS for module in algorithm.modules),
     "gymnasium.wrappers", "gymnasium.wrappers.", "gymnasium.spaces", "gymnasium.spaces.",
     "torch.nn", "torch.nn.modules.", "torch.optim", "torch.optim.",
     "optuna.samplers", "optuna.pruners",

@@ -32,7 +32,6 @@ from rlexp.errors import ConfigError
 from rlexp.vecenvs.batched import BatchedVecEnv
 from rlexp.vecenvs.episodes import EpisodeStats
 
-ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
 # AtariWrapper's arguments (and defaults) -> EnvPool's Atari options
 ATARI_OPTIONS = {
     "noop_max": ("noop_max", 30),
@@ -89,8 +88,10 @@ def atari_game(env_id: str) -> str:
 def atari_config(env_cfg: Any, wrappers: dict[str, Any]) -> dict[str, Any]:
     """EnvPool's Atari options for the AtariWrapper and frame stack of an env config."""
     config: dict[str, Any] = {"stack_num": env_cfg.frame_stack or 1}
+    family = family_named(env_cfg.get("family"))
+    preprocessing = set(family.wrappers.values()) if family is not None else set()  # (Atari's: AtariWrapper)
     for name, spec in wrappers.items():
-        if spec.get("_target_") != ATARI_WRAPPER:
+        if spec.get("_target_") not in preprocessing:
             raise ConfigError(f"env.wrappers.{name}: {UNUSED} (env.vec_env=lean steps any wrapper)")
         for key, value in spec.items():
             if key == "_target_":

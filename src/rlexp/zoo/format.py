@@ -17,22 +17,6 @@ from typing import Any
 from rlexp.config.env_families import FAMILIES
 
 ZOO_VERSION = "2.9.2"
-# the zoo's file name -> rlexp's algo (her.yml is not read: the zoo 2.9.2 has no `her` algorithm; its
-# Fetch and Panda values are in tqc.yml and sac.yml)
-ALGOS = {
-    "a2c": "a2c",
-    "ars": "ars",
-    "crossq": "crossq",
-    "ddpg": "ddpg",
-    "dqn": "dqn",
-    "ppo": "ppo",
-    "ppo_lstm": "recurrent_ppo",
-    "qrdqn": "qrdqn",
-    "sac": "sac",
-    "td3": "td3",
-    "tqc": "tqc",
-    "trpo": "trpo",
-}
 # names the zoo's Python strings use, as importable paths
 NAMES = {
     "nn": "torch.nn",

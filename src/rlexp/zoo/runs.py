@@ -28,9 +28,9 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from rlexp.config.algorithms import ALGORITHMS, algorithm, by_zoo_name
 from rlexp.config.env_families import family_of
 from rlexp.config.env_routing import preset_wrappers
-from rlexp.config.schema import ALGO_SCHEMAS
 from rlexp.errors import ConfigError, collapsed
 from rlexp.lifecycle.state import unfinished
 from rlexp.rundir import agents as rlexp_agents
@@ -39,7 +39,7 @@ from rlexp.rundir.contract import BEST_DIR, CHECKPOINT_PREFIX, VECNORMALIZE_FILE
 from rlexp.rundir.contract import CONFIG_FILE as RLEXP_CONFIG_FILE
 from rlexp.rundir.record import ABSENT, RunRecord, read_record
 from rlexp.rundir.trust import check_trusted
-from rlexp.zoo.format import ALGOS, WRAPPER_NAMES, rlexp_values, yaml_value
+from rlexp.zoo.format import WRAPPER_NAMES, rlexp_values, yaml_value
 from rlexp.zoo.moves import moved_env
 
 ARGS_FILE, CONFIG_FILE = "args.yml", "config.yml"
@@ -156,7 +156,7 @@ def read_zoo_yaml(path: Path) -> dict[str, Any]:
 def _algo_defaults(algo: str) -> dict[str, Any]:
     """rlexp's config of ``algo`` (its schema: its class and SB3's defaults, which are the zoo's for every key
     its entry leaves out)."""
-    return OmegaConf.to_container(OmegaConf.structured(ALGO_SCHEMAS[algo]))  # type: ignore[return-value]
+    return OmegaConf.to_container(OmegaConf.structured(algorithm(algo).schema))  # type: ignore[return-value]
 
 
 def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
@@ -182,11 +182,11 @@ def _config(run: ZooRun, args: dict[str, Any], hyperparams: dict[str, Any]) -> d
             f"{hyperparams.get('model_class', '?')}, its dict observations flattened into one vector), which SB3 2 "
             "cannot load and rlexp does not read yet; not opened"
         )
-    if zoo_algo not in ALGOS:
-        raise ConfigError(
-            f"{run.files_dir / ARGS_FILE}: algo {zoo_algo!r} is not one rlexp trains ({', '.join(ALGOS)})"
-        )
-    algo = ALGOS[zoo_algo]
+    found = by_zoo_name(zoo_algo)
+    if found is None:
+        names = ", ".join(sorted(a.zoo for a in ALGORITHMS if a.zoo is not None))
+        raise ConfigError(f"{run.files_dir / ARGS_FILE}: algo {zoo_algo!r} is not one rlexp trains ({names})")
+    algo = found.name
     # (the zoo's callbacks are training's only, and code: a run is opened without them)
     values = rlexp_values(
         {"n_timesteps": args.get("n_timesteps") or 0, **{k: v for k, v in hyperparams.items() if k != "callback"}}
@@ -275,7 +275,7 @@ def zoo_summary(run: ZooRun) -> RunRecord:
     record = RunRecord(
         # (a status other than rlexp's own is a report's reason to leave the run out)
         status=COMPLETED if final else f"no {run.env_name}.zip: the zoo's training did not finish",
-        algo=ALGOS.get(str(args.get("algo")), str(args.get("algo"))),
+        algo=getattr(by_zoo_name(str(args.get("algo"))), "name", str(args.get("algo"))),
         env_id=str(args.get("env", run.env_name)),
         seed=seed if isinstance(seed, int) else None,
         steps_done=ABSENT if steps is None else steps,
