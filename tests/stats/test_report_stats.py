@@ -273,7 +273,8 @@ def test_seeds_for_power_matches_statsmodels_at_equal_spread():
 @pytest.mark.parametrize("n", [2, 3, 10, 37, 100])
 def test_episode_scores_are_scipys_trim_mean_and_bootstrap(n):
     """rlexp.stats.scores (numpy only, for start-up) against scipy on the same data and generator."""
-    from rlexp.stats.scores import confidence_interval, iqm
+    from rlexp.stats.aggregates import iqm
+    from rlexp.stats.scores import confidence_interval
 
     def trim(a, axis=-1):
         return stats.trim_mean(a, 0.25, axis=axis)
