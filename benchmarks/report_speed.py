@@ -72,7 +72,7 @@ def main() -> None:
         report = write_report(runs, grids, Path(tmp) / "report", settings, [root])
         seconds = time.perf_counter() - start
         print(
-            f"rlexp report: {len(runs)} runs, {len(report['groups'])} group x env cells, {len(report['comparisons'])} comparisons, "
+            f"rlexp report: {len(runs)} runs, {len(report.groups)} group x env cells, {len(report.comparisons)} comparisons, "
             f"{args.reps:,} reps: {seconds:.1f} s (target < 20 s)"
         )
         scores = np.array(

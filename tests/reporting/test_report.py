@@ -402,8 +402,12 @@ def test_a_multirun_whose_jobs_all_fail_says_only_why(tmp_path):
 @pytest.mark.unit
 def test_a_group_of_one_seed_run_again_is_not_called_seeds():
     from rlexp.reporting.make import over_runs
+    from rlexp.stats.report_record import ALL_ENVS, GroupRow
 
-    assert over_runs({"n": 4, "seeds": [0, 1, 2, 3]}) == "over 4 seeds"
-    assert over_runs({"n": 4, "seeds": [0, 0, 0, 0]}) == "over 4 runs of seed 0"
-    assert over_runs({"n": 3, "seeds": [0, 0, 1]}) == "over 3 runs of 2 seeds"
-    assert over_runs({"n": 1}) == "over 1 seed"  # (a row of all envs: runs, not seeds, are counted)
+    def row(n: int, seeds: tuple[int, ...] | None) -> GroupRow:
+        return GroupRow("g", "CartPole-v1" if seeds is not None else ALL_ENVS, n, seeds, {})
+
+    assert over_runs(row(4, (0, 1, 2, 3))) == "over 4 seeds"
+    assert over_runs(row(4, (0, 0, 0, 0))) == "over 4 runs of seed 0"
+    assert over_runs(row(3, (0, 0, 1))) == "over 3 runs of 2 seeds"
+    assert over_runs(row(1, None)) == "over 1 seed"  # (a row of all envs: runs, not seeds, are counted)

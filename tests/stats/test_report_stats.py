@@ -197,20 +197,20 @@ def test_a_reports_comparisons_are_keyed_and_headed_as_declared(tmp_path):
     settings = Settings(metric=parse_metric("final"), reps=500, band_reps=50)
     report = compute(*collect([tmp_path / "runs"], settings.metric), settings)
     poi = PROBABILITY_OF_IMPROVEMENT
-    rows = report["comparisons"]
-    assert len(rows) == 9 and all(set(r[poi.name]) == {"value", "low", "high"} for r in rows)
-    assert any(r[poi.name]["low"] is None for r in rows) and any(r[poi.name]["low"] is not None for r in rows)
+    rows = report.comparisons
+    assert len(rows) == 9 and all(set(r.to_json()[poi.name]) == {"value", "low", "high"} for r in rows)
+    assert any(r.improvement.low is None for r in rows) and any(r.improvement.low is not None for r in rows)
     table = list(csv.DictReader(io.StringIO(comparisons_csv(report))))
     assert len(table) == len(rows) and set(poi.columns()) <= set(table[0])
     for row, line in zip(rows, table, strict=True):
         for column, field in zip(poi.columns(), ("value", "low", "high"), strict=True):
-            assert line[column] == ("" if row[poi.name][field] is None else str(row[poi.name][field]))
-    for row in (r for r in rows if r["env"] != ALL_ENVS):
+            value = getattr(row.improvement, field)
+            assert line[column] == ("" if value is None else str(value))
+    for row in (r for r in rows if r.env != ALL_ENVS):
         x, y = (
-            np.array([r["score"] for r in report["runs"] if (r["group"], r["env"]) == (row[g], row["env"])])
-            for g in "ab"
+            np.array([r.score for r in report.runs if (r.group, r.env) == (group, row.env)]) for group in (row.a, row.b)
         )
-        assert row[poi.name]["value"] == float(poi.of_runs(x, y))
+        assert row.improvement.value == float(poi.of_runs(x, y))
     md = markdown(report, {}, ["runs"])
     assert f"| A | B | env | {poi.label} |" in md and f"**{poi.label}**" in md
 
@@ -273,7 +273,8 @@ def test_seeds_for_power_matches_statsmodels_at_equal_spread():
 @pytest.mark.parametrize("n", [2, 3, 10, 37, 100])
 def test_episode_scores_are_scipys_trim_mean_and_bootstrap(n):
     """rlexp.stats.scores (numpy only, for start-up) against scipy on the same data and generator."""
-    from rlexp.stats.scores import confidence_interval, iqm
+    from rlexp.stats.aggregates import iqm
+    from rlexp.stats.scores import confidence_interval
 
     def trim(a, axis=-1):
         return stats.trim_mean(a, 0.25, axis=axis)

@@ -16,9 +16,6 @@ if TYPE_CHECKING:  # SB3, torch and pandas load when used
     import pandas as pd
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-# report.json's tables: one row per group, per aggregate over envs, per comparison of two groups, per run
-REPORT_TABLES = ("groups", "aggregate", "comparisons", "reference_verdicts", "zoo_published", "runs")
-
 
 class Run:
     """A run dir: its config.yaml, summary.json and saved agents (final, best, ``step_<N>``); or an RL Zoo log
@@ -142,7 +139,7 @@ def report(paths: Sequence[str | Path], **options: Any) -> dict[str, pd.DataFram
     if isinstance(paths, (str, Path)):
         paths = [paths]
     made, _ = report_command.make(_arguments("report", [str(p) for p in paths], options))
-    return {table: pd.DataFrame([_flat(row) for row in made.get(table) or []]) for table in REPORT_TABLES}
+    return {table: pd.DataFrame([_flat(row) for row in rows]) for table, rows in made.tables().items()}
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:

@@ -147,6 +147,8 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
 
 
 def _print(record: dict[str, Any], out: Path) -> None:
+    from rlexp.stats.aggregates import IQM, MEAN, MEDIAN, STD
+
     mode = "deterministic" if record["deterministic"] else "stochastic"
     print(
         f"rlexp: {record['agent']} agent (step {record['agent_step']:,}), {record['episodes']} episodes "
@@ -154,10 +156,10 @@ def _print(record: dict[str, Any], out: Path) -> None:
     )
     if "note" in record:
         print(f"rlexp: note: {record['note']}")
-    print(f"  mean    {record['mean']:10.2f}   {_interval(record['ci95_mean'])}")
-    print(f"  IQM     {record['iqm']:10.2f}   {_interval(record['ci95_iqm'])}")
+    for statistic in (MEAN, IQM):
+        print(f"  {statistic.label:<8}{record[statistic.name]:10.2f}   {_interval(record[f'ci95_{statistic.name}'])}")
     print(
-        f"  median  {record['median']:10.2f}   std {record['std']:.2f}, min {record['min']:.2f}, "
+        f"  {MEDIAN.label:<8}{record[MEDIAN.name]:10.2f}   {STD.label} {record[STD.name]:.2f}, min {record['min']:.2f}, "
         f"max {record['max']:.2f}, mean length {record['mean_length']:.1f}"
     )
     if "success_rate" in record:

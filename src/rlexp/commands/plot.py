@@ -78,8 +78,7 @@ def _draw_groups(run_dirs: list[Path], output: Path, title: str | None) -> int:
     if not curves:
         raise ConfigError(f"no completed run with periodic evaluations among the {len(runs):,} runs given")
     groups = list(dict.fromkeys(r.group for r in used))
-    report = {"curves": curves, "groups_order": groups, "settings": settings.record()}
-    atomic_write(output, lambda tmp: sample_efficiency(report, tmp, title))
+    atomic_write(output, lambda tmp: sample_efficiency(curves, groups, settings.confidence, tmp, title))
     skipped = f"; {len(left):,} left out (not completed, or unreadable)" if left else ""
     print(f"rlexp plot: {len(used):,} runs in {len(groups)} groups drawn to {output}{skipped}")
     return 0

@@ -20,10 +20,13 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rlexp.commands.arguments import nonnegative_int, positive_int
 from rlexp.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rlexp.stats.report_record import ReportRecord
 
 FORMATS = ("png", "pdf", "svg")
 
@@ -85,14 +88,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     report, out = make(args)
-    counts = report["counts"]
+    counts = report.counts
     from rlexp.reporting.runs import damaged
 
-    for row in report["runs"]:  # damaged files: one line each (unfinished runs: counted, listed in report.md)
-        if damaged(row["left_out"]):
-            print(f"rlexp report: left out {row['run_dir']}: {row['left_out']}")
-    left = f", {counts['left_out']} left out (listed in report.md)" if counts["left_out"] else ""
-    print(f"rlexp report: {counts['used']} runs in {counts['groups']} group{'s' * (counts['groups'] != 1)}{left}")
+    for row in report.runs:  # damaged files: one line each (unfinished runs: counted, listed in report.md)
+        if damaged(row.left_out):
+            print(f"rlexp report: left out {row.run_dir}: {row.left_out}")
+    left = f", {counts.left_out} left out (listed in report.md)" if counts.left_out else ""
+    print(f"rlexp report: {counts.used} runs in {counts.groups} group{'s' * (counts.groups != 1)}{left}")
     from rlexp.reporting.make import aggregate_lines
 
     for line in aggregate_lines(report):
@@ -100,38 +103,38 @@ def main(args: argparse.Namespace) -> int:
     for line in reference_lines(report):
         print(f"rlexp report: {line}")
 
-    uncurved = report.get("uncurved", {})
-    for env, why in uncurved.items():
-        what = "no sample_efficiency.png" if not report["curves"] else f"sample_efficiency.png leaves out {env}"
+    for env, why in report.uncurved.items():
+        what = "no sample_efficiency.png" if not report.curves else f"sample_efficiency.png leaves out {env}"
         print(f"rlexp report: {what}: {env}: {why}")
     print(f"rlexp report: written to {out / 'report.md'}")
     return 0
 
 
-def reference_lines(report: dict[str, Any]) -> list[str]:
+def reference_lines(report: ReportRecord) -> list[str]:
     """One line per group compared with its reference: the verdict and the test that decided it; and one per
     group shown beside RL Zoo's published score instead."""
+    from rlexp.stats.aggregates import IQM
     from rlexp.stats.significance import ALPHA
 
     lines = []
-    for r in report.get("reference_verdicts", []):
-        p = r["mann_whitney_p_holm"]
+    for r in report.reference_verdicts:
+        p = r.mann_whitney_p_holm
         test = (
             "a single run: no test"
             if p is None
-            else f"Mann-Whitney U p = {r['mann_whitney_p']:.3g}, Holm {p:.3g}"
+            else f"Mann-Whitney U p = {r.mann_whitney_p:.3g}, Holm {p:.3g}"
             + (f" < {ALPHA}" if p < ALPHA else f" >= {ALPHA}")
         )
         lines.append(
-            f"{r['group']} on {r['env']}: {r['verdict']} against the {r['reference']} ({test}; IQM "
-            f"{r['iqm']:.1f} over {r['n']} seed{'s' * (r['n'] != 1)} vs {r['reference_iqm']:.1f} over "
-            f"{r['n_reference']})"
+            f"{r.group} on {r.env}: {r.verdict} against the {r.reference} ({test}; {IQM.label} "
+            f"{r.iqm:.1f} over {r.n} seed{'s' * (r.n != 1)} vs {r.reference_iqm:.1f} over "
+            f"{r.n_reference})"
         )
-    return lines + [r["line"] for r in report.get("zoo_published", [])]
+    return lines + [r["line"] for r in report.zoo_published]
 
 
-def make(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
-    """Computes and writes the report; returns its numbers (report.json) and its dir."""
+def make(args: argparse.Namespace) -> tuple[ReportRecord, Path]:
+    """Computes and writes the report; returns its record (report.json) and its dir."""
     from rlexp.files.atomic import check_replaceable
     from rlexp.reporting.compute import Settings
     from rlexp.reporting.make import collect, default_out, write_report

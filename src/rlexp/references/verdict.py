@@ -20,7 +20,8 @@ from rlexp.errors import ConfigError
 from rlexp.references.files import MIN_SEEDS, Reference, load_reference
 from rlexp.references.zoo_benchmark import run_published
 from rlexp.rundir.record import ABSENT, _Absent
-from rlexp.stats.scores import confidence_interval, iqm
+from rlexp.stats.aggregates import iqm
+from rlexp.stats.scores import confidence_interval
 
 # config keys that do not change what a run computes (threads, logging, where files go, what is drawn)
 IGNORED = {

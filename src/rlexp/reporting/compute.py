@@ -1,7 +1,7 @@
 """Every number of a report, from scored runs: per group and env, between groups, curves and profiles.
 
-The result is one plain dict (report.json); the tables, the LaTeX and the figures are drawn from it and
-never recompute a number. Each cell's bootstrap uses the same RNG seed, so that a group's interval does
+The result is one typed record (rlexp.stats.report_record.ReportRecord, report.json); the tables, the LaTeX
+and the figures are drawn from it and never recompute a number. Each cell's bootstrap uses the same RNG seed, so that a group's interval does
 not change when another group is added to the report."""
 
 from __future__ import annotations
@@ -17,12 +17,27 @@ from rlexp.errors import ConfigError
 from rlexp.reporting.metrics import Grid, Metric, on_grid, why_no_grid
 from rlexp.reporting.runs import Run, differing_keys
 from rlexp.stats import bootstrap, significance
-from rlexp.stats.aggregates import PROBABILITY_OF_IMPROVEMENT, Scores, reported
+from rlexp.stats.aggregates import IQM, PROBABILITY_OF_IMPROVEMENT, Scores, reported
+from rlexp.stats.report_record import (
+    ALL_ENVS,
+    ALL_ENVS_NORMALIZED,
+    Band,
+    Comparison,
+    Counts,
+    Curve,
+    Estimate,
+    GroupRow,
+    Normalization,
+    Profile,
+    ReferenceVerdict,
+    ReportRecord,
+    ReportSettings,
+    RunRow,
+)
 
 BAND_REPS = 2_000  # resamples for the bands of the figures: a band to see, not a number to report
 PROFILE_POINTS = 101
 MAX_ALL_PAIRS = 12  # groups compared pair by pair, at most; more (a grid or a search): each against the best
-ALL_ENVS = "all envs"
 REFERENCE_TEST = (
     "Mann-Whitney U, two-sided, of the group's scores against the reference seeds', Holm-corrected over the "
     "groups compared with a reference: reproduced when p >= 0.05, else below or above by P(run > reference seed)"
@@ -50,35 +65,29 @@ class Settings:
     def target(self, env: str) -> float | None:
         return self.targets.get(env, self.targets.get("*"))
 
-    def record(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric.text(),
-            "metric_means": self.metric.describe(),
-            "bootstrap": "stratified over runs within each env (rliable's), percentile intervals",
-            "method": bootstrap.METHOD,
-            "reps": self.reps,
-            "confidence": self.confidence,
-            "rng_seed": self.seed,
-            "band_reps": self.band_reps,
-            "targets": self.targets,
-            "baseline": self.baseline,
-            "tests": "Welch's t-test and Mann-Whitney U, two-sided, Holm-corrected over all comparisons",
-            "power": {"power": significance.POWER, "alpha": significance.ALPHA, "test": "Welch, two-sided"},
-            "effect_size": "Hedges' g (pooled std, small-sample corrected)",
-            **(
-                {
-                    "reference_test": REFERENCE_TEST,
-                    "references": [{"group": g, "env": e, "reference": r} for g, e, r in self.references],
-                }
-                if self.references
-                else {}
-            ),
-        }
+    def record(self) -> ReportSettings:
+        return ReportSettings(
+            metric=self.metric.text(),
+            metric_means=self.metric.describe(),
+            bootstrap="stratified over runs within each env (rliable's), percentile intervals",
+            method=bootstrap.METHOD,
+            reps=self.reps,
+            confidence=self.confidence,
+            rng_seed=self.seed,
+            band_reps=self.band_reps,
+            targets=self.targets,
+            baseline=self.baseline,
+            tests="Welch's t-test and Mann-Whitney U, two-sided, Holm-corrected over all comparisons",
+            power={"power": significance.POWER, "alpha": significance.ALPHA, "test": "Welch, two-sided"},
+            effect_size="Hedges' g (pooled std, small-sample corrected)",
+            reference_test=REFERENCE_TEST if self.references else None,
+            references=tuple(self.references),
+        )
 
 
-def _estimate(value: tuple[float, float | None, float | None]) -> dict[str, float | None]:
+def _estimate(value: tuple[float, float | None, float | None]) -> Estimate:
     point, low, high = value
-    return {"value": point if np.isfinite(point) else None, "low": low, "high": high}
+    return Estimate(point if np.isfinite(point) else None, low, high)
 
 
 def _listed(values: np.ndarray) -> list[float | None]:
@@ -94,7 +103,7 @@ class _Cells:
     groups: list[str]  # in the order of the runs (natural order of their dirs)
     envs: list[str]
     grids: dict[str, Grid | None]
-    norm: dict[str, dict[str, Any]]  # env -> target, random (only envs with a target)
+    norm: dict[str, Normalization]  # (only envs with a target)
     s: Settings
 
     def has(self, group: str, env: str) -> bool:
@@ -105,7 +114,7 @@ class _Cells:
 
     def normalized(self, group: str, env: str) -> np.ndarray:
         n = self.norm[env]
-        return (self.scores(group, env) - n["random"]) / (n["target"] - n["random"])
+        return (self.scores(group, env) - n.random) / (n.target - n.random)
 
     def on_every_env(self, group: str) -> bool:
         return all(self.has(group, env) for env in self.envs)
@@ -130,7 +139,7 @@ def _randoms(runs: list[Run], envs: list[str]) -> dict[str, float | None]:
     return out
 
 
-def _group_rows(c: _Cells) -> list[dict[str, Any]]:
+def _group_rows(c: _Cells) -> list[GroupRow]:
     s, rows = c.s, []
     for group in c.groups:
         for env in c.envs:
@@ -138,19 +147,14 @@ def _group_rows(c: _Cells) -> list[dict[str, Any]]:
                 continue
             x = c.scores(group, env)
             found = bootstrap.interval_estimates([x], reported(Scores.RAW), s.reps, s.confidence, s.seed)
-            row: dict[str, Any] = {
-                "group": group,
-                "env": env,
-                "seeds": [r.seed for r in c.runs[group, env]],
-                "n": int(x.size),
-            }
-            row.update({name: _estimate(value) for name, value in found.items()})
+            estimates = {name: _estimate(value) for name, value in found.items()}
             if env in c.norm:
                 found = bootstrap.interval_estimates(
                     [c.normalized(group, env)], reported(Scores.NORMALIZED), s.reps, s.confidence, s.seed
                 )
-                row.update({name: _estimate(value) for name, value in found.items()})
-            rows.append(row)
+                estimates.update({name: _estimate(value) for name, value in found.items()})
+            seeds = tuple(r.seed for r in c.runs[group, env])
+            rows.append(GroupRow(group, env, int(x.size), seeds, estimates))
     return rows
 
 
@@ -158,7 +162,7 @@ def _aggregates_over_envs(c: _Cells) -> bool:
     return len(c.envs) > 1 and all(env in c.norm for env in c.envs)
 
 
-def _aggregate_rows(c: _Cells) -> list[dict[str, Any]]:
+def _aggregate_rows(c: _Cells) -> list[GroupRow]:
     """Normalized scores over all envs (only with a target for each): the stratified bootstrap proper."""
     if not _aggregates_over_envs(c):
         return []
@@ -167,9 +171,8 @@ def _aggregate_rows(c: _Cells) -> list[dict[str, Any]]:
     for group in filter(c.on_every_env, c.groups):
         tasks = [c.normalized(group, env) for env in c.envs]
         found = bootstrap.interval_estimates(tasks, aggregates, c.s.reps, c.s.confidence, c.s.seed)
-        row: dict[str, Any] = {"group": group, "env": ALL_ENVS, "n": int(sum(t.size for t in tasks))}
-        row.update({name: _estimate(value) for name, value in found.items()})
-        rows.append(row)
+        estimates = {name: _estimate(value) for name, value in found.items()}
+        rows.append(GroupRow(group, ALL_ENVS, int(sum(t.size for t in tasks)), None, estimates))
     return rows
 
 
@@ -190,8 +193,8 @@ def _pairs(c: _Cells) -> list[tuple[str, str]]:
     return [(g, baseline) for g in c.groups if g != baseline]
 
 
-def _comparisons(c: _Cells) -> list[dict[str, Any]]:
-    s, rows = c.s, []
+def _comparisons(c: _Cells) -> list[Comparison]:
+    s = c.s
     pairs = _pairs(c)
     improvements = {  # per env, every pair at once: each group resampled once for all its pairs
         env: bootstrap.pairwise_improvement(
@@ -203,20 +206,20 @@ def _comparisons(c: _Cells) -> list[dict[str, Any]]:
         )
         for env in c.envs
     }
+    rows: list[dict[str, Any]] = []  # (the arguments of each Comparison: the Holm columns come last)
     for a, b in pairs:
         shared = [env for env in c.envs if c.has(a, env) and c.has(b, env)]
         for env in shared:
             x, y = c.scores(a, env), c.scores(b, env)
-            p, low, high = improvements[env][a, b]
             rows.append(
                 {
                     "a": a,
                     "b": b,
                     "env": env,
+                    "improvement": Estimate(*improvements[env][a, b]),
                     "n_a": int(x.size),
                     "n_b": int(y.size),
                     "difference_of_means": float(x.mean() - y.mean()),
-                    PROBABILITY_OF_IMPROVEMENT.name: {"value": p, "low": low, "high": high},
                     "welch_p": significance.welch_p(x, y),
                     "mann_whitney_p": significance.mann_whitney_p(x, y),
                     "hedges_g": significance.hedges_g(x, y),
@@ -225,90 +228,72 @@ def _comparisons(c: _Cells) -> list[dict[str, Any]]:
             )
         if len(shared) > 1:  # rank-based: no normalization needed to average over envs
             xs, ys = [c.scores(a, env) for env in shared], [c.scores(b, env) for env in shared]
-            p, low, high = bootstrap.probability_of_improvement(xs, ys, s.reps, s.confidence, s.seed)
-            rows.append(
-                {
-                    "a": a,
-                    "b": b,
-                    "env": ALL_ENVS,
-                    "envs": shared,
-                    PROBABILITY_OF_IMPROVEMENT.name: {"value": p, "low": low, "high": high},
-                }
-            )
-    per_env = [r for r in rows if r["env"] != ALL_ENVS]
+            found = bootstrap.probability_of_improvement(xs, ys, s.reps, s.confidence, s.seed)
+            rows.append({"a": a, "b": b, "env": ALL_ENVS, "improvement": Estimate(*found), "envs": tuple(shared)})
+    per_env = [r for r in rows if "envs" not in r]
     for test in ("welch_p", "mann_whitney_p"):
         for row, adjusted in zip(per_env, significance.holm([r[test] for r in per_env]), strict=True):
             row[f"{test}_holm"] = adjusted
-    return rows
+    return [Comparison(**row) for row in rows]
 
 
-def _reference_verdicts(c: _Cells) -> list[dict[str, Any]]:
+def _reference_verdicts(c: _Cells) -> list[ReferenceVerdict]:
     """Each group compared with its reference: did it reproduce what its tuned file should reach? The
     report's own test (Mann-Whitney U: no normality, which RL's scores lack), Holm-corrected over these
     verdicts; "undecided" for a single run, where the test says nothing."""
-    rows = []
+    compared = []
     for group, env, reference in c.s.references:
         if not (c.has(group, env) and c.has(reference, env)):
             continue
         x, y = c.scores(group, env), c.scores(reference, env)
         beats = float(PROBABILITY_OF_IMPROVEMENT.of_runs(x, y))  # P(X > Y), ties half: the point of P(A > B)
-        rows.append(
-            {
-                "group": group,
-                "env": env,
-                "reference": reference,
-                "n": int(x.size),
-                "n_reference": int(y.size),
-                "iqm": float(bootstrap.iqm(x)),
-                "reference_iqm": float(bootstrap.iqm(y)),
-                "p_run_beats_reference": beats,
-                "mann_whitney_p": significance.mann_whitney_p(x, y),
-            }
-        )
-    for row, adjusted in zip(rows, significance.holm([r["mann_whitney_p"] for r in rows]), strict=True):
-        row["mann_whitney_p_holm"] = adjusted
+        compared.append((group, env, reference, x, y, beats, significance.mann_whitney_p(x, y)))
+    rows = []
+    adjusted_ps = significance.holm([p for *_, p in compared])
+    for (group, env, reference, x, y, beats, p), adjusted in zip(compared, adjusted_ps, strict=True):
         if adjusted is None:
-            row["verdict"] = "undecided"
+            verdict = "undecided"
         elif adjusted >= significance.ALPHA:
-            row["verdict"] = "reproduced"
+            verdict = "reproduced"
         else:
-            row["verdict"] = "above" if row["p_run_beats_reference"] > 0.5 else "below"
+            verdict = "above" if beats > 0.5 else "below"
+        iqm, reference_iqm = float(IQM.pooled([x])), float(IQM.pooled([y]))
+        rows.append(
+            ReferenceVerdict(
+                group, env, reference, int(x.size), int(y.size), iqm, reference_iqm, beats, p, adjusted, verdict
+            )
+        )
     return rows
 
 
-def _curves(c: _Cells) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _curves(c: _Cells) -> dict[str, Curve]:
+    out: dict[str, Curve] = {}
     for env in c.envs:
         grid = c.grids.get(env)
         if grid is None:
             continue
-        entry: dict[str, Any] = {"steps": grid.steps.tolist(), "interpolated": grid.interpolated, "groups": {}}
+        bands: dict[str, Band] = {}
         for group in c.groups:
             cell = [r for r in c.runs.get((group, env), []) if r.eval_steps.size]
             if not cell:
                 continue
             curves = np.stack([on_grid(r, grid) for r in cell])
             point, low, high = bootstrap.curve_band(curves, c.s.band_reps, c.s.confidence, c.s.seed)
-            entry["groups"][group] = {
-                "runs": len(cell),
-                "iqm": _listed(point),
-                "low": _listed(low),
-                "high": _listed(high),
-            }
-        out[env] = entry
+            bands[group] = Band(_listed(point), _listed(low), _listed(high), runs=len(cell))
+        out[env] = Curve(grid.steps.tolist(), grid.interpolated, bands)
     return out
 
 
-def _profiles(c: _Cells) -> dict[str, Any]:
+def _profiles(c: _Cells) -> dict[str, Profile]:
     """Performance profiles: per env on raw scores; over all envs on normalized ones when each has a target."""
     panels: dict[str, dict[str, list[np.ndarray]]] = {
         env: {g: [c.scores(g, env)] for g in c.groups if c.has(g, env)} for env in c.envs
     }
     if _aggregates_over_envs(c):
-        panels[f"{ALL_ENVS} (normalized)"] = {
+        panels[ALL_ENVS_NORMALIZED] = {
             g: [c.normalized(g, env) for env in c.envs] for g in filter(c.on_every_env, c.groups)
         }
-    out: dict[str, Any] = {}
+    out: dict[str, Profile] = {}
     for name, by_group in panels.items():
         if not by_group:  # (no group ran on every env: no profile over all of them)
             continue
@@ -317,11 +302,11 @@ def _profiles(c: _Cells) -> dict[str, Any]:
         margin = 0.05 * span if span > 0 else max(1.0, 0.05 * abs(float(every.min())))
         # from below the lowest score: a profile starts at 1 (every run above) and ends at 0
         taus = np.linspace(every.min() - margin, every.max() + margin, PROFILE_POINTS)
-        entry: dict[str, Any] = {"taus": taus.tolist(), "groups": {}}
+        bands: dict[str, Band] = {}
         for group, tasks in by_group.items():
             point, low, high = bootstrap.performance_profile(tasks, taus, c.s.band_reps, c.s.confidence, c.s.seed)
-            entry["groups"][group] = {"fraction": point.tolist(), "low": low.tolist(), "high": high.tolist()}
-        out[name] = entry
+            bands[group] = Band(point.tolist(), low.tolist(), high.tolist())
+        out[name] = Profile(taus.tolist(), bands)
     return out
 
 
@@ -370,7 +355,7 @@ def _notes(c: _Cells, randoms: dict[str, float | None]) -> list[str]:
     return notes
 
 
-def _normalization(s: Settings, envs: list[str], randoms: dict[str, float | None]) -> dict[str, dict[str, Any]]:
+def _normalization(s: Settings, envs: list[str], randoms: dict[str, float | None]) -> dict[str, Normalization]:
     unknown = sorted(set(s.targets) - {"*", *envs})
     if unknown:
         from rlexp.config.validation import did_you_mean
@@ -378,7 +363,7 @@ def _normalization(s: Settings, envs: list[str], randoms: dict[str, float | None
         raise ConfigError(
             f"--target: no run on {', '.join(unknown)}{did_you_mean(unknown[0], envs)}; envs: {', '.join(envs)}"
         )
-    norm: dict[str, dict[str, Any]] = {}
+    norm: dict[str, Normalization] = {}
     for env in envs:
         target = s.target(env)
         if target is None:
@@ -388,12 +373,12 @@ def _normalization(s: Settings, envs: list[str], randoms: dict[str, float | None
             raise ConfigError(
                 f"--target {target:g} for {env}: equal to its random-policy return; no scale to normalize by"
             )
-        norm[env] = {"target": target, "random": random}
+        norm[env] = Normalization(target, random)
     return norm
 
 
-def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict[str, Any]:
-    """The report of ``runs`` (scored: see rlexp.reporting.metrics), as one JSON-ready dict."""
+def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> ReportRecord:
+    """The report of ``runs`` (scored: see rlexp.reporting.metrics), as one typed record."""
     used = [r for r in runs if r.left_out is None]
     if not used:
         raise ConfigError(
@@ -411,29 +396,23 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict
     randoms = _randoms(used, envs)
     c = _Cells(_by_cell(used), groups, envs, grids, _normalization(s, envs, randoms), s)
     differing = differing_keys(used)
-    return {
-        "settings": s.record(),
-        "counts": {
-            "runs": len(runs),
-            "used": len(used),
-            "left_out": len(runs) - len(used),
-            "groups": len(groups),
-            "envs": envs,
-        },
-        "groups_order": groups,
-        "normalization": c.norm,
-        "notes": _notes(c, randoms) + s.reference_notes,
-        "groups": _group_rows(c),
-        "aggregate": _aggregate_rows(c),
-        "comparisons": _comparisons(c),
-        "reference_verdicts": _reference_verdicts(c),
-        "zoo_published": s.zoo_published,
-        "curves": _curves(c),
+    return ReportRecord(
+        settings=s.record(),
+        counts=Counts(len(runs), len(used), len(runs) - len(used), len(groups), tuple(envs)),
+        groups_order=tuple(groups),
+        normalization=c.norm,
+        notes=tuple(_notes(c, randoms) + s.reference_notes),
+        groups=tuple(_group_rows(c)),
+        aggregate=tuple(_aggregate_rows(c)),
+        comparisons=tuple(_comparisons(c)),
+        reference_verdicts=tuple(_reference_verdicts(c)),
+        zoo_published=tuple(s.zoo_published),
+        curves=_curves(c),
         # envs without curves, and why
-        "uncurved": {env: why_no_grid([r for r in used if r.env == env]) for env in envs if grids.get(env) is None},
-        "profiles": _profiles(c),
-        "runs": [_run_row(r, differing) for r in runs],
-    }
+        uncurved={env: why_no_grid([r for r in used if r.env == env]) for env in envs if grids.get(env) is None},
+        profiles=_profiles(c),
+        runs=tuple(_run_row(r, differing) for r in runs),
+    )
 
 
 def _by_cell(used: list[Run]) -> dict[tuple[str, str], list[Run]]:
@@ -443,7 +422,7 @@ def _by_cell(used: list[Run]) -> dict[tuple[str, str], list[Run]]:
     return cells
 
 
-def group_curves(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict[str, Any]:
+def group_curves(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict[str, Curve]:
     """Only the report's learning curves (each group's IQM over its runs at common steps, with its band):
     what ``rlexp plot`` draws for more runs than a figure of each run can show."""
     cells = _by_cell([r for r in runs if r.left_out is None])
@@ -451,20 +430,20 @@ def group_curves(runs: list[Run], grids: dict[str, Grid | None], s: Settings) ->
     return _curves(_Cells(cells, groups, sorted({env for _, env in cells}), grids, {}, s))
 
 
-def _run_row(run: Run, keys: list[str]) -> dict[str, Any]:
+def _run_row(run: Run, keys: list[str]) -> RunRow:
     flat = run.flat
-    return {
-        "run_dir": str(run.dir),
-        "group": run.group or None,
-        "env": run.env,
-        "algo": run.algo,
-        "seed": run.seed,
-        "status": run.status,
-        "score": run.score,
-        "used": run.left_out is None,
-        "left_out": run.left_out,
-        "final_eval": run.record.final_score,
-        "best_eval": run.record.best_score,
-        "steps_done": run.record.steps,
-        "config": {k: flat.get(k) for k in keys},
-    }
+    return RunRow(
+        run_dir=str(run.dir),
+        group=run.group or None,
+        env=run.env,
+        algo=run.algo,
+        seed=run.seed,
+        status=run.status,
+        score=run.score,
+        used=run.left_out is None,
+        left_out=run.left_out,
+        final_eval=run.record.final_score,
+        best_eval=run.record.best_score,
+        steps_done=run.record.steps,
+        config={k: flat.get(k) for k in keys},
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from rlexp.errors import ConfigError
 from rlexp.files.atomic import check_replaceable, replaced_dir
@@ -13,6 +12,7 @@ from rlexp.reporting.compute import Settings, compute
 from rlexp.reporting.metrics import Grid, Metric, common_grid, score_runs
 from rlexp.reporting.runs import Run, assign_groups, read_run, runs_in
 from rlexp.stats.aggregates import IQM, Scores
+from rlexp.stats.report_record import GroupRow, ReportRecord
 
 
 def find_runs(paths: list[Path]) -> list[Run]:
@@ -65,8 +65,8 @@ def write_report(
     settings: Settings,
     inputs: list[Path],
     formats: tuple[str, ...] = ("png",),
-) -> dict[str, Any]:
-    """Computes the report of collected runs and writes it into ``out``; returns its numbers (report.json).
+) -> ReportRecord:
+    """Computes the report of collected runs and writes it into ``out``; returns its record (report.json).
 
     Written whole in a new hidden sibling dir, then swapped in (rlexp.files.atomic.replaced_dir)."""
     from rlexp.figures.report import draw_all
@@ -80,10 +80,10 @@ def write_report(
     return report
 
 
-def over_runs(row: dict[str, Any]) -> str:
+def over_runs(row: GroupRow) -> str:
     """``over 4 seeds``, as the row's runs are: ``over 4 runs of seed 0`` where they share their seed (runs
     repeated, not seeds: their CI says nothing of other seeds), ``over 4 runs of 2 seeds`` where some do."""
-    n, seeds = int(row["n"]), row.get("seeds")
+    n, seeds = row.n, row.seeds
     distinct = sorted(set(seeds)) if seeds is not None else None
     if distinct is None or len(distinct) == n:
         return f"over {n} seed{'s' * (n != 1)}"
@@ -92,14 +92,14 @@ def over_runs(row: dict[str, Any]) -> str:
     return f"over {n} runs of {len(distinct)} seeds"
 
 
-def aggregate_lines(report: dict[str, Any], limit: int = 10) -> list[str]:
+def aggregate_lines(report: ReportRecord, limit: int = 10) -> list[str]:
     """One line per group and env: IQM and its CI over the seeds (what a multirun prints at its end)."""
-    confidence = report["settings"]["confidence"]
+    confidence = report.settings.confidence
     lines = []
-    for row in report["groups"][:limit]:
-        iqm = row[IQM.key(Scores.RAW)]
-        ci = f" [{confidence:.0%} CI {iqm['low']:.2f}, {iqm['high']:.2f}]" if iqm["low"] is not None else ""
-        lines.append(f"{row['group']} on {row['env']}: {IQM.label} {iqm['value']:.2f}{ci} {over_runs(row)}")
-    if len(report["groups"]) > limit:
-        lines.append(f"... and {len(report['groups']) - limit} more (groups.csv)")
+    for row in report.groups[:limit]:
+        iqm = row.estimates[IQM.key(Scores.RAW)]
+        ci = f" [{confidence:.0%} CI {iqm.low:.2f}, {iqm.high:.2f}]" if iqm.low is not None else ""
+        lines.append(f"{row.group} on {row.env}: {IQM.label} {iqm.value:.2f}{ci} {over_runs(row)}")
+    if len(report.groups) > limit:
+        lines.append(f"... and {len(report.groups) - limit} more (groups.csv)")
     return lines

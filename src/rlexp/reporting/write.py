@@ -1,20 +1,19 @@
-"""The report's files, all from report.json's numbers: report.md, groups.csv, runs.csv, comparisons.csv,
+"""The report's files, all from its record's numbers: report.md, groups.csv, runs.csv, comparisons.csv,
 table.tex (booktabs) and report.json itself, into the staging dir that rlexp.reporting.make swaps in whole."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-from rlexp.reporting.compute import ALL_ENVS
 from rlexp.stats.aggregates import IQM, PROBABILITY_OF_IMPROVEMENT, STATISTICS, Scores, reported
+from rlexp.stats.report_record import ALL_ENVS, ALL_ENVS_NORMALIZED, Estimate, GroupRow, ReportRecord
 
 READING = """\
-**IQM** (interquartile mean) is the mean of the middle 50% of the runs' scores: unlike the mean it is not
+**{iqm}** (interquartile mean) is the mean of the middle 50% of the runs' scores: unlike the mean it is not
 dragged by one lucky or failed seed, and unlike the median it uses half the runs, not one or two, so it
 needs fewer seeds to be precise. It is the headline number of rliable (Agarwal et al., NeurIPS 2021).
 
@@ -47,17 +46,17 @@ def _p(x: float | None) -> str:
     return "-" if x is None else ("<0.001" if x < 0.001 else f"{x:.3f}")
 
 
-def _estimate(e: dict[str, Any] | None) -> str:
-    if not e or e.get("value") is None:
+def _estimate(e: Estimate | None) -> str:
+    if e is None or e.value is None:
         return "-"
-    if e.get("low") is None:
-        return _num(e["value"])
-    return f"{_num(e['value'])} [{_num(e['low'])}, {_num(e['high'])}]"
+    if e.low is None:
+        return _num(e.value)
+    return f"{_num(e.value)} [{_num(e.low)}, {_num(e.high)}]"
 
 
-def _row(r: dict[str, Any], keys: list[str]) -> list[str]:
+def _row(r: GroupRow, keys: list[str]) -> list[str]:
     """A group's row: its name, its number of runs, then each statistic with its interval."""
-    return [r["group"], str(r["n"]), *(_estimate(r.get(k)) for k in keys)]
+    return [r.group, str(r.n), *(_estimate(r.estimates.get(k)) for k in keys)]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -67,120 +66,63 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
 
 
-def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: list[str]) -> str:
-    s, c = report["settings"], report["counts"]
+def markdown(report: ReportRecord, figures: dict[str, list[Path]], inputs: list[str]) -> str:
+    s, c = report.settings, report.counts
     lines = [
         "# rlexp report",
         "",
-        f"{c['used']} runs used of {c['runs']} found, in {c['groups']} group{'s' * (c['groups'] != 1)} on "
-        f"{len(c['envs'])} env{'s' * (len(c['envs']) != 1)}, from {', '.join(f'`{i}`' for i in inputs)}.",
+        f"{c.used} runs used of {c.runs} found, in {c.groups} group{'s' * (c.groups != 1)} on "
+        f"{len(c.envs)} env{'s' * (len(c.envs) != 1)}, from {', '.join(f'`{i}`' for i in inputs)}.",
         "",
-        f"- score of a run: {s['metric_means']} (`--metric {s['metric']}`)",
-        f"- intervals: {s['confidence']:.0%}, {s['bootstrap']}, {s['reps']:,} repetitions, RNG seed {s['rng_seed']}"
-        f" (curve and profile bands: {s['band_reps']:,})",
-        f"- tests: {s['tests']}; effect size: {s['effect_size']}",
+        f"- score of a run: {s.metric_means} (`--metric {s.metric}`)",
+        f"- intervals: {s.confidence:.0%}, {s.bootstrap}, {s.reps:,} repetitions, RNG seed {s.rng_seed}"
+        f" (curve and profile bands: {s.band_reps:,})",
+        f"- tests: {s.tests}; effect size: {s.effect_size}",
     ]
-    if report["normalization"]:
+    if report.normalization:
         lines.append(
             "- normalized score = (score - random policy) / (target - random policy): "
             + ", ".join(
-                f"{env} target {_num(v['target'])}, random {_num(v['random'])}"
-                for env, v in report["normalization"].items()
+                f"{env} target {_num(v.target)}, random {_num(v.random)}" for env, v in report.normalization.items()
             )
         )
-    left = [r for r in report["runs"] if not r["used"]]
+    left = [r for r in report.runs if not r.used]
     if left:
         lines += [
             "",
             f"## Left out ({len(left)})",
             "",
-            _table(["run", "status", "why"], [[r["run_dir"], r["status"], r["left_out"]] for r in left]),
+            _table(["run", "status", "why"], [[r.run_dir, r.status, str(r.left_out)] for r in left]),
         ]
-    if report["notes"]:
-        lines += ["", "## Notes", "", *(f"- {n}" for n in report["notes"])]
-    for env in c["envs"]:
-        rows = [r for r in report["groups"] if r["env"] == env]
-        columns = {key: s.label for key, s in reported(Scores.RAW).items()}
-        if env in report["normalization"]:
-            columns |= {key: s.label_of(Scores.NORMALIZED) for key, s in reported(Scores.NORMALIZED).items()}
-        table = [_row(r, list(columns)) for r in rows]
+    if report.notes:
+        lines += ["", "## Notes", "", *(f"- {n}" for n in report.notes)]
+    for env in c.envs:
+        columns = {key: statistic.label for key, statistic in reported(Scores.RAW).items()}
+        if env in report.normalization:
+            columns |= {key: st.label_of(Scores.NORMALIZED) for key, st in reported(Scores.NORMALIZED).items()}
+        table = [_row(r, list(columns)) for r in report.rows(env)]
         lines += ["", f"## {env}", "", _table(["group", "seeds", *columns.values()], table)]
-    if report["aggregate"]:
+    if report.aggregate:
         over_envs = reported(Scores.OVER_ENVS)  # (labelled as they are: the heading says normalized)
         lines += [
             "",
             f"## {ALL_ENVS} (normalized scores)",
             "",
             _table(
-                ["group", "runs", *(s.label for s in over_envs.values())],
-                [_row(r, list(over_envs)) for r in report["aggregate"]],
+                ["group", "runs", *(st.label for st in over_envs.values())],
+                [_row(r, list(over_envs)) for r in report.aggregate],
             ),
         ]
-    if report["comparisons"]:
-        lines += [
-            "",
-            "## Comparisons",
-            "",
-            _table(
-                [
-                    "A",
-                    "B",
-                    "env",
-                    PROBABILITY_OF_IMPROVEMENT.label,
-                    "Welch p (Holm)",
-                    "Mann-Whitney p (Holm)",
-                    "Hedges' g",
-                    "seeds for 80% power",
-                ],
-                [
-                    [
-                        r["a"],
-                        r["b"],
-                        r["env"],
-                        _estimate(r[PROBABILITY_OF_IMPROVEMENT.name]),
-                        _p(r.get("welch_p_holm")),
-                        _p(r.get("mann_whitney_p_holm")),
-                        _num(r.get("hedges_g")),
-                        "-" if r["env"] == ALL_ENVS else str(r.get("seeds_for_power") or "-"),
-                    ]
-                    for r in report["comparisons"]
-                ],
-            ),
-        ]
-    if report.get("reference_verdicts"):
+    if report.comparisons:
+        lines += ["", "## Comparisons", "", _comparisons_table(report)]
+    if report.reference_verdicts:
         lines += [
             "",
             "## Against the reference",
             "",
-            f"Each group against the reference results of its tuned file ({s['reference_test']}).",
+            f"Each group against the reference results of its tuned file ({s.reference_test}).",
             "",
-            _table(
-                [
-                    "group",
-                    "env",
-                    "reference",
-                    "seeds",
-                    "IQM",
-                    "reference IQM",
-                    "P(run > reference seed)",
-                    "Mann-Whitney p (Holm)",
-                    "verdict",
-                ],
-                [
-                    [
-                        r["group"],
-                        r["env"],
-                        r["reference"],
-                        f"{r['n']} vs {r['n_reference']}",
-                        _num(r["iqm"]),
-                        _num(r["reference_iqm"]),
-                        _num(r["p_run_beats_reference"]),
-                        _p(r["mann_whitney_p_holm"]),
-                        f"**{r['verdict']}**",
-                    ]
-                    for r in report["reference_verdicts"]
-                ],
-            ),
+            _verdicts_table(report),
         ]
     pngs = {name: p for name, paths in figures.items() for p in paths if p.suffix == ".png"}
     if pngs:
@@ -191,9 +133,50 @@ def markdown(report: dict[str, Any], figures: dict[str, list[Path]], inputs: lis
             "performance_profile": "performance profiles",
         }
         lines += [f"![{titles.get(name, name)}]({p.name})\n" for name, p in pngs.items()]
-    reading = READING.format(confidence=s["confidence"], reps=s["reps"], improvement=PROBABILITY_OF_IMPROVEMENT.label)
+    reading = READING.format(
+        iqm=IQM.label, confidence=s.confidence, reps=s.reps, improvement=PROBABILITY_OF_IMPROVEMENT.label
+    )
     lines += ["", "## How to read this", "", reading]
     return "\n".join(lines)
+
+
+def _comparisons_table(report: ReportRecord) -> str:
+    header = ["A", "B", "env", PROBABILITY_OF_IMPROVEMENT.label, "Welch p (Holm)", "Mann-Whitney p (Holm)", "Hedges' g",
+              "seeds for 80% power"]  # fmt: skip
+    rows = [
+        [
+            r.a,
+            r.b,
+            r.env,
+            _estimate(r.improvement),
+            _p(r.welch_p_holm),
+            _p(r.mann_whitney_p_holm),
+            _num(r.hedges_g),
+            "-" if r.over_envs else str(r.seeds_for_power or "-"),
+        ]
+        for r in report.comparisons
+    ]
+    return _table(header, rows)
+
+
+def _verdicts_table(report: ReportRecord) -> str:
+    header = ["group", "env", "reference", "seeds", IQM.label, f"reference {IQM.label}", "P(run > reference seed)",
+              "Mann-Whitney p (Holm)", "verdict"]  # fmt: skip
+    rows = [
+        [
+            r.group,
+            r.env,
+            r.reference,
+            f"{r.n} vs {r.n_reference}",
+            _num(r.iqm),
+            _num(r.reference_iqm),
+            _num(r.p_run_beats_reference),
+            _p(r.mann_whitney_p_holm),
+            f"**{r.verdict}**",
+        ]
+        for r in report.reference_verdicts
+    ]
+    return _table(header, rows)
 
 
 def _csv(header: list[str], rows: list[list[Any]]) -> str:
@@ -211,22 +194,22 @@ ESTIMATES = (
 )
 
 
-def groups_csv(report: dict[str, Any]) -> str:
+def groups_csv(report: ReportRecord) -> str:
     header = ["group", "env", "n", "seeds"]
     for name in ESTIMATES:
         header += [name, f"{name}_low", f"{name}_high"]
     rows = []
-    for r in report["groups"] + report["aggregate"]:
-        row = [r["group"], r["env"], r["n"], " ".join(str(x) for x in r.get("seeds", []))]
+    for r in (*report.groups, *report.aggregate):
+        row = [r.group, r.env, r.n, " ".join(str(x) for x in r.seeds or ())]
         for name in ESTIMATES:  # over all envs: the normalized statistics in the normalized_* columns only
-            e = r.get(name) or {}
-            row += [e.get("value"), e.get("low"), e.get("high")]
+            e = r.estimates.get(name)
+            row += [None, None, None] if e is None else [e.value, e.low, e.high]
         rows.append(row)
     return _csv(header, rows)
 
 
-def runs_csv(report: dict[str, Any]) -> str:
-    keys = sorted({k for r in report["runs"] for k in r["config"]})
+def runs_csv(report: ReportRecord) -> str:
+    keys = sorted({k for r in report.runs for k in r.config})
     header = [
         "run_dir",
         "status",
@@ -240,13 +223,12 @@ def runs_csv(report: dict[str, Any]) -> str:
         "final_eval",
         "best_eval",
         "steps_done",
-        *keys,
     ]
-    rows = [[r[h] for h in header[: -len(keys) or None]] + [r["config"].get(k) for k in keys] for r in report["runs"]]
-    return _csv(header, rows)
+    rows = [[getattr(r, h) for h in header] + [r.config.get(k) for k in keys] for r in report.runs]
+    return _csv(header + keys, rows)
 
 
-def comparisons_csv(report: dict[str, Any]) -> str:
+def comparisons_csv(report: ReportRecord) -> str:
     """One row per comparison row of report.json; P(A > B) and its interval in the columns it declares."""
     improvement = PROBABILITY_OF_IMPROVEMENT
     header = [
@@ -254,9 +236,9 @@ def comparisons_csv(report: dict[str, Any]) -> str:
         "welch_p", "welch_p_holm", "mann_whitney_p", "mann_whitney_p_holm", "hedges_g", "seeds_for_power",
     ]  # fmt: skip
     rows = []
-    for r in report["comparisons"]:
-        e = r[improvement.name]
-        flat = {**r, **dict(zip(improvement.columns(), (e["value"], e["low"], e["high"]), strict=True))}
+    for r in report.comparisons:
+        e = r.improvement
+        flat = {**r.to_json(), **dict(zip(improvement.columns(), (e.value, e.low, e.high), strict=True))}
         rows.append([flat.get(h) for h in header])
     return _csv(header, rows)
 
@@ -268,31 +250,28 @@ def _tex(text: str) -> str:
     return "".join(_TEX.get(ch, ch) for ch in text)
 
 
-def table_tex(report: dict[str, Any]) -> str:
+def table_tex(report: ReportRecord) -> str:
     """Groups x envs, IQM with its CI: a booktabs table to \\input into a paper."""
-    envs = report["counts"]["envs"] + ([f"{ALL_ENVS} (normalized)"] if report["aggregate"] else [])
-    cells = {(r["group"], r["env"]): r[IQM.key(Scores.RAW)] for r in report["groups"]}
-    cells.update({(r["group"], f"{ALL_ENVS} (normalized)"): r[IQM.key(Scores.OVER_ENVS)] for r in report["aggregate"]})
-    s = report["settings"]
+    envs = [*report.counts.envs, *([ALL_ENVS_NORMALIZED] if report.aggregate else [])]
+    cells = {(r.group, r.env): r.estimate(IQM, Scores.RAW) for r in report.groups}
+    cells.update({(r.group, ALL_ENVS_NORMALIZED): r.estimate(IQM, Scores.OVER_ENVS) for r in report.aggregate})
+    s = report.settings
 
-    def cell(e: dict[str, Any] | None) -> str:
-        if not e or e.get("value") is None:
+    def cell(e: Estimate | None) -> str:
+        if e is None or e.value is None:
             return "--"
-        if e.get("low") is None:
-            return f"{_num(e['value'])}"
-        return f"{_num(e['value'])} {{\\scriptsize [{_num(e['low'])}, {_num(e['high'])}]}}"
+        if e.low is None:
+            return f"{_num(e.value)}"
+        return f"{_num(e.value)} {{\\scriptsize [{_num(e.low)}, {_num(e.high)}]}}"
 
     lines = [
-        "% rlexp report: IQM over seeds with "
-        f"{s['confidence']:.0%} stratified bootstrap CIs ({s['reps']} reps, seed {s['rng_seed']}); needs \\usepackage{{booktabs}}",
+        f"% rlexp report: {IQM.label} over seeds with "
+        f"{s.confidence:.0%} stratified bootstrap CIs ({s.reps} reps, seed {s.rng_seed}); needs \\usepackage{{booktabs}}",
         "\\begin{tabular}{l" + "r" * len(envs) + "}",
         "\\toprule",
         "Group & " + " & ".join(_tex(e) for e in envs) + " \\\\",
         "\\midrule",
-        *(
-            _tex(g) + " & " + " & ".join(cell(cells.get((g, e))) for e in envs) + " \\\\"
-            for g in report["groups_order"]
-        ),
+        *(_tex(g) + " & " + " & ".join(cell(cells.get((g, e))) for e in envs) + " \\\\" for g in report.groups_order),
         "\\bottomrule",
         "\\end{tabular}",
         "",
@@ -300,19 +279,8 @@ def table_tex(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _finite(value: Any) -> Any:
-    """NaN and inf as null: report.json must be JSON that every reader takes."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def write_all(report: dict[str, Any], out: Path, figures: dict[str, list[Path]], inputs: list[str]) -> None:
-    (out / "report.json").write_text(json.dumps(_finite(report), indent=1, default=str, allow_nan=False) + "\n")
+def write_all(report: ReportRecord, out: Path, figures: dict[str, list[Path]], inputs: list[str]) -> None:
+    (out / "report.json").write_text(report.to_json())
     (out / "groups.csv").write_text(groups_csv(report))
     (out / "runs.csv").write_text(runs_csv(report))
     (out / "comparisons.csv").write_text(comparisons_csv(report))

@@ -41,7 +41,7 @@ def _report(sweep_dir: Path, why: str = "") -> None:
         return
     for line in lines:
         print(f"rlexp: {line}")
-    left = report["counts"]["left_out"]
+    left = report.counts.left_out
     print(
         f"rlexp: report of the seeds in {sweep_dir / 'report' / 'report.md'}"
         + (f" ({left} run{'s' * (left > 1)} left out)" if left else "")

@@ -17,8 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from rlexp.stats.aggregates import PROBABILITY_OF_IMPROVEMENT, Statistic, iqm_of_counts
-from rlexp.stats.scores import iqm
+from rlexp.stats.aggregates import PROBABILITY_OF_IMPROVEMENT, Statistic, iqm, iqm_of_counts
 
 REPS = 50_000  # rliable's default
 CONFIDENCE = 0.95

@@ -12,18 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from rlexp.stats.aggregates import IQM, MEAN, MEDIAN, STD, iqm
+
 CONFIDENCE = 0.95
 RESAMPLES = 10_000
-
-
-def iqm(scores: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Interquartile mean: the mean of the middle 50% (rliable's definition), robust to a few outliers
-    and more efficient than the median."""
-    scores = np.asarray(scores)
-    n = scores.shape[axis]
-    low, high = int(0.25 * n), n - int(0.25 * n)
-    middle = np.partition(scores, (low, high - 1), axis=axis)  # as scipy.stats.trim_mean, to the last bit
-    return np.take(middle, np.arange(low, high), axis=axis).mean(axis=axis)
 
 
 def confidence_interval(
@@ -46,14 +38,14 @@ def summarize(returns: list[float] | np.ndarray, successes: list[bool] | None = 
     x = np.asarray(returns, dtype=np.float64)
     out: dict[str, Any] = {
         "episodes": int(x.size),
-        "mean": float(x.mean()),
-        "std": float(x.std()),
-        "median": float(np.median(x)),
-        "iqm": float(iqm(x)),
+        MEAN.name: float(MEAN.pooled([x])),
+        STD.name: float(x.std()),  # (of episodes, SB3's evaluate_policy's: ddof 0; STD of a report's seeds: 1)
+        MEDIAN.name: float(MEDIAN.pooled([x])),
+        IQM.name: float(IQM.pooled([x])),
         "min": float(x.min()),
         "max": float(x.max()),
-        "ci95_mean": confidence_interval(x, np.mean, seed),
-        "ci95_iqm": confidence_interval(x, iqm, seed),
+        f"ci95_{MEAN.name}": confidence_interval(x, np.mean, seed),
+        f"ci95_{IQM.name}": confidence_interval(x, iqm, seed),
     }
     if successes:
         s = np.asarray(successes, dtype=np.float64)
