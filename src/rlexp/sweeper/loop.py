@@ -47,6 +47,15 @@ warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning
 
 
 @dataclass(frozen=True)
+class OpenSearch:
+    """A search as this sweeper runs it: its study, the distributions searched, the overrides that fix values."""
+
+    study: optuna.Study
+    space: dict[str, Any]
+    fixed: list[str]
+
+
+@dataclass(frozen=True)
 class TrialJob:
     """A trial asked of the study and the overrides of the job that runs it."""
 
@@ -66,30 +75,28 @@ class Sweep:
         self.jobs = Jobs(launcher)
         self.sweep_dir = Path(config.hydra.sweep.dir).resolve()
         self.storage_url = settings.storage or default_storage(self.sweep_dir)
-        self.space: dict[str, Any] = {}  # the distributions searched (start)
         self.runs: dict[int, int] = {}  # trial number -> the number of the run it is (its seed, its dir)
         if settings.storage and has_password(settings.storage):
             hide_password(config, settings.storage)
 
     def run(self, arguments: list[str]) -> None:
         """The whole search of this sweeper, from the command's overrides (``arguments``)."""
-        study, fixed = self.start(arguments)
-        while trials := self.ask(study, fixed):
-            for job, outcome in zip(trials, self.launch(study, trials), strict=True):
-                self.tell(study, job.trial, outcome)
-            self.settle(study)
-        self.finish(study, fixed)
+        search = self.start(arguments)
+        while trials := self.ask(search):
+            for job, outcome in zip(trials, self.launch(search.study, trials), strict=True):
+                self.tell(search.study, job.trial, outcome)
+            self.settle(search.study)
+        self.finish(search)
 
-    def start(self, arguments: list[str]) -> tuple[optuna.Study, list[str]]:
-        """The study opened (checked against the search it was made for) and the overrides that fix values;
-        the trials an earlier run of this sweep left running queued again."""
+    def start(self, arguments: list[str]) -> OpenSearch:
+        """The search opened (its study checked against the search it was made for); the trials an earlier
+        run of this sweep left running queued again."""
         self.settings.check()
         sweeps, fixed = sweep_overrides(arguments, self.settings.seed)
         space = parse_search_space(self.settings.params, sweeps, self.config, fixed)
         if not space:
             raise ConfigError("hydra.sweeper.params is empty: nothing to search (use hparams=search)")
-        self.space = space
-        study, self.storage_url = open_study(self.settings, self.config, self.sweep_dir, space, fixed, self.compose)
+        study = open_study(self.settings, self.storage_url, self.config, self.sweep_dir, space, fixed, self.compose)
         os.environ[ENV_STORAGE] = self.storage_url  # (for the jobs, whichever launcher starts them)
         shared = self.storage_url != default_storage(self.sweep_dir)
         reseed(study, self.settings, self.config.hydra.sweeper.sampler, shared)
@@ -100,11 +107,12 @@ class Sweep:
         log.info("study %s in %s: %d of %d trials finished", name, shown(self.storage_url), done, wanted)
         if done >= wanted:  # (a sweep run again with the same study: it continues, here past its end)
             log.info("nothing to run: raise hydra.sweeper.n_trials above %d to run more trials in this study", done)
-        return study, fixed
+        return OpenSearch(study, space, fixed)
 
-    def ask(self, study: optuna.Study, fixed: list[str]) -> list[TrialJob]:
+    def ask(self, search: OpenSearch) -> list[TrialJob]:
         """The next trials (n_jobs, or what the study still needs), each with its run and the job that runs it
         recorded in the study; none when the search is done."""
+        study = search.study
         if self.jobs.launched:  # (a worker of a shared study killed meanwhile: its trial runs again, here or elsewhere)
             taken = reclaim_interrupted_trials(study)
             if taken:
@@ -112,7 +120,7 @@ class Sweep:
         remaining = trials_to_ask(study, self.settings)
         if remaining <= 0:
             return []
-        trials = [study.ask(self.space) for _ in range(min(self.settings.n_jobs, remaining))]
+        trials = [study.ask(search.space) for _ in range(min(self.settings.n_jobs, remaining))]
         for trial in trials:
             trial.set_user_attr(OWNER_ATTR, owner())
             self.runs[trial.number] = run_number(study, trial, self.sweep_dir)
@@ -121,7 +129,7 @@ class Sweep:
         for trial in within_cap(study, trials, self.settings.max_total_trials):
             run = self.runs.get(trial.number, trial.number)
             seed = self.settings.trial_seed(run)
-            overrides = job_overrides(trial, fixed, self.config, self.settings.study_name, seed, run)
+            overrides = job_overrides(trial, search.fixed, self.config, self.settings.study_name, seed, run)
             trial.set_user_attr(COMMAND_ATTR, trial_command(overrides, self.settings.seeds_per_trial))
             jobs.append(TrialJob(trial, overrides))
         return jobs
@@ -156,12 +164,12 @@ class Sweep:
             print(closing_line(study, results, self.sweep_dir))
             raise
 
-    def finish(self, study: optuna.Study, fixed: list[str]) -> None:
+    def finish(self, search: OpenSearch) -> None:
         """The robust selection when asked for, the final results (plots too), and the closing line."""
-        winner = None
+        study, winner = search.study, None
         if self.settings.retrain_top_k > 0:
             n_timesteps = self.config.n_timesteps
-            winner = retrain_top_trials(study, self.settings, self.jobs, fixed, n_timesteps, self.sweep_dir)
+            winner = retrain_top_trials(study, self.settings, self.jobs, search.fixed, n_timesteps, self.sweep_dir)
         results = self._final_results(study, winner)
         print(closing_line(study, results, self.sweep_dir))
 

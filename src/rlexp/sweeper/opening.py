@@ -42,15 +42,15 @@ def default_storage(sweep_dir: Path) -> str:
 
 def open_study(
     settings: SweepSettings,
+    url: str,
     config: DictConfig,
     sweep_dir: Path,
     space: dict[str, Any],
     fixed: list[str],
     compose: Compose,
-) -> tuple[optuna.Study, str]:
-    """The study and its storage's URL; nothing is written to it when any setting is wrong, nor when it was
+) -> optuna.Study:
+    """The study, in the storage at ``url``; nothing is written to it when any setting is wrong, nor when it was
     made for another search (``space``: the distributions searched; ``fixed``: the overrides that fix values)."""
-    url = settings.storage or default_storage(sweep_dir)
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
     storage = open_storage(url)
@@ -73,7 +73,7 @@ def open_study(
         study.set_user_attr(SEARCH_ATTR, words)  # (as typed: what releases before the config's compare)
         study.set_user_attr(SEARCH_CONFIG_ATTR, now.record())
         study.set_user_attr(SEARCH_COMMAND_ATTR, shlex.join(["rlexp", *argv_shown()]))
-        return study, url
+        return study
     if by_config is not None:
         changes = SearchConfig.from_record(by_config).changes(now)
     elif recorded == words:
@@ -86,7 +86,7 @@ def open_study(
         raise ConfigError(_another_search(settings.study_name, sweep_dir, url, changes, command))
     if by_config is None:  # (from now on compared by its config)
         study.set_user_attr(SEARCH_CONFIG_ATTR, now.record())
-    return study, url
+    return study
 
 
 def _composed(recorded: dict[str, str], compose: Compose) -> SearchConfig | None:
