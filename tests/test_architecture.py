@@ -168,3 +168,48 @@ def test_hydra_instantiates_through_its_execution_whitelist_only():
             if "instantiate" in names or attribute:
                 found.append(f"{path.relative_to(SRC.parent)}:{node.lineno}")
     assert found == [], f"hydra.utils.instantiate outside rlexp.config.hydra_versions: {found}"
+
+
+# what Hydra and Optuna give only by private names, and the one adapter that may read each
+PRIVATE_NAMES = {
+    "_return_value": "config/hydra_versions.py",  # hydra.core.utils.JobReturn
+    "_storage": "search/optuna_private.py",  # optuna.Study
+    "_study_id": "search/optuna_private.py",
+    "_trial_id": "search/optuna_private.py",  # optuna.Trial, FrozenTrial
+}
+
+
+def test_private_names_of_hydra_and_optuna_are_read_in_their_adapters_only():
+    """An attribute or keyword of Hydra's or Optuna's that they keep private is read in one adapter, which
+    says why (rlexp.config.hydra_versions, rlexp.search.optuna_private): a release that renames it breaks
+    there alone. Neither rlexp nor its plugins read one anywhere else."""
+    found = []
+    for path in [*SRC.rglob("*.py"), *(SRC.parent / "hydra_plugins").rglob("*.py")]:
+        where = path.relative_to(SRC.parent)
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = node.attr if isinstance(node, ast.Attribute) else node.arg if isinstance(node, ast.keyword) else None
+            if name in PRIVATE_NAMES and where != Path("rlexp") / PRIVATE_NAMES[name]:
+                found.append(f"{where}:{node.lineno}: {name}")
+    assert found == [], f"private names of Hydra or Optuna outside their adapter: {found}"
+
+
+def test_the_plugins_are_hydras_glue_over_rlexp():
+    """rlexp's Hydra plugins import rlexp, and rlexp imports them only to register them with Hydra
+    (rlexp.run.compose.register_hydra); the sweeper's plugin is a Sweeper subclass whose methods hand over
+    to rlexp.sweeper, the search loop, which the layers contract checks."""
+    importers = {
+        str(path.relative_to(SRC.parent))
+        for path in SRC.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        and any(
+            name.startswith("hydra_plugins.rlexp_")
+            for name in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names])
+        )
+    }
+    assert importers == {"rlexp/run/compose.py"}
+    plugin = ast.parse((SRC.parent / "hydra_plugins" / "rlexp_optuna_sweeper" / "sweeper.py").read_text())
+    defined = [node for node in plugin.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    assert [node.name for node in defined] == ["OptunaSweeper"]
+    methods = {node.name for node in defined[0].body if isinstance(node, ast.FunctionDef)}
+    assert methods == {"__init__", "setup", "sweep"}

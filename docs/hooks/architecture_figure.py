@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MARK = "<!-- layers figure -->"
 WIDTH, ROW, GAP, LEFT, RIGHT = 720, 50, 16, 22, 160  # pixels: the figure, a layer, between layers, margins
 CHAR = 5.6  # the width of a character of the 11-pixel module lists, about
-PLUGINS = "hydra_plugins"  # beside the stack: Hydra finds them by name; they call into rlexp.run
+PLUGINS = "hydra_plugins"  # beside the stack: Hydra finds them by name; they hand over to rlexp.sweeper and cluster
 
 
 def layers() -> list[list[str]]:

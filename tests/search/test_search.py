@@ -515,8 +515,8 @@ def test_a_batch_failed_by_the_launcher_keeps_the_outcomes_its_run_dirs_hold(tmp
     the sweeper reads them back from their run dirs."""
     from conftest import FAST, train
 
-    from hydra_plugins.rlexp_optuna_sweeper.sweeper import OptunaSweeper
     from rlexp.search.results import RUN_DIR_ATTR
+    from rlexp.sweeper.outcomes import recorded_outcome
 
     done = train(FAST, tmp_path / "trial_0000")
     study = optuna.create_study(direction="maximize")
@@ -524,9 +524,9 @@ def test_a_batch_failed_by_the_launcher_keeps_the_outcomes_its_run_dirs_hold(tmp
     trials[0].set_user_attr(RUN_DIR_ATTR, str(tmp_path / "trial_0000"))
     trials[1].set_user_attr(RUN_DIR_ATTR, str(tmp_path / "trial_0001"))  # its job died before writing anything
     died = RuntimeError("Job 7 has not produced any output (state: CANCELLED)")
-    outcomes = [OptunaSweeper._recorded_outcome(t, died) for t in trials]
-    assert outcomes[0]._return_value == done["final_eval"]["mean"]
-    assert outcomes[1]._return_value is died
+    outcomes = [recorded_outcome(t, died) for t in trials]
+    assert outcomes[0].completed and outcomes[0].value == done["final_eval"]["mean"]
+    assert not outcomes[1].completed and outcomes[1].value is died
 
 
 def test_search_space_fits_the_per_trial_budget():

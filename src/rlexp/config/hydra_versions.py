@@ -8,7 +8,10 @@ written text: a config the user composed names what the user chose; a run dir's 
 rlexp's allow-list let through before anything was built (rlexp.rundir.trust: the policy). Hydra then
 refuses, at the call, any other name (one an interpolation or resolver would compute) and its own
 blocklist (``os.system``...). Hydra's own objects (rlexp's console formatter, its callbacks) are named in
-``HYDRA_TARGETS``. Hydra 1.3 has no such check: there, rlexp's allow-list alone decides, as before."""
+``HYDRA_TARGETS``. Hydra 1.3 has no such check: there, rlexp's allow-list alone decides, as before.
+
+It is also the one adapter for what Hydra gives only by a private name (``JobReturn._return_value``, on 1.3
+and 1.4 alike): no other module of rlexp or its plugins reads one (tests/test_architecture.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from typing import Any
 
 import hydra.utils
 import omegaconf
+from hydra.core.utils import JobReturn
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 _OMEGACONF = tuple(int(part) for part in omegaconf.__version__.split(".")[:2])
@@ -128,3 +132,10 @@ def instantiate(node: Any, *args: Any, **kwargs: Any) -> Any:
     if _WHITELIST is not None:
         kwargs["_execution_whitelist_"] = _with_definitions(named_targets(node))
     return hydra.utils.instantiate(node, *args, **kwargs)
+
+
+def job_value(job: JobReturn) -> Any:
+    """What a job returned, or the exception of a failed one: ``JobReturn._return_value``. Its public
+    ``return_value`` raises a failed job's exception, and the sweeper must tell Optuna how a trial ended
+    (pruned, diverged, failed: the exception's type and message) without raising it."""
+    return job._return_value

@@ -14,7 +14,10 @@ from typing import Any
 def register_hydra() -> None:
     """rlexp's typed schemas in Hydra's ConfigStore and its plugins in Hydra's registry, for the command and
     the Python API. Hydra finds plugins by walking the hydra_plugins namespace package, which misses
-    modules that an editable install maps from src/; registering them makes both install kinds work."""
+    modules that an editable install maps from src/; registering them makes both install kinds work.
+
+    The one import of the plugins in rlexp, for this registration only (tests/test_architecture.py): they are
+    Hydra's glue over rlexp.sweeper and rlexp.cluster, and import rlexp, never the other way round."""
     from hydra.core.plugins import Plugins
 
     from hydra_plugins.rlexp_launcher.launcher import LocalParallelLauncher

@@ -21,6 +21,7 @@ from rlexp.config.hydra_versions import instantiate
 from rlexp.errors import ConfigError
 from rlexp.lifecycle.lock import is_free
 from rlexp.rundir.contract import SEED_DIR_PREFIX
+from rlexp.search.optuna_private import set_trial_user_attr, trial_numbered
 from rlexp.search.space import described
 from rlexp.search.storage import open_storage
 
@@ -237,8 +238,8 @@ def _requeue(study: optuna.Study, trial: optuna.trial.FrozenTrial, reason: str, 
     """Marks a lost trial FAIL (interrupted) and queues its parameters again, unless another process did
     it first (only the one whose tell succeeds queues them)."""
     try:
-        study._storage.set_trial_user_attr(trial._trial_id, INTERRUPTED_ATTR, True)
-        study._storage.set_trial_user_attr(trial._trial_id, "fail_reason", reason)
+        set_trial_user_attr(study, trial, INTERRUPTED_ATTR, True)
+        set_trial_user_attr(study, trial, "fail_reason", reason)
         study.tell(trial.number, state=TrialState.FAIL)
     except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, ValueError):
         return False
@@ -252,8 +253,7 @@ def lost_trial(study: optuna.Study, trial: optuna.Trial) -> optuna.trial.FrozenT
     number = trial.user_attrs.get(REQUEUED_FROM_ATTR)
     if number is None:
         return None
-    storage = study._storage
-    return storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study._study_id, int(number)))
+    return trial_numbered(study, int(number))
 
 
 def counted_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:

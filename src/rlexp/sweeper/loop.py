@@ -1,0 +1,184 @@
+"""The search loop of one sweeper: ask Optuna for trials, launch them as jobs, tell Optuna how they ended;
+then the robust selection and the results.
+
+Jobs reach their live trial through the shared storage (rlexp.search.study.job_trial) to report
+evaluations and to stop when the pruner says so; the sweeper then records the trial as PRUNED."""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from hydra.plugins.launcher import Launcher
+from omegaconf import DictConfig
+
+from rlexp.errors import ConfigError, Interrupted
+from rlexp.search.results import trial_command, trial_dir, write_results
+from rlexp.search.space import parse_search_space
+from rlexp.search.storage import has_password, shown
+from rlexp.search.study import (
+    COMMAND_ATTR,
+    ENV_STORAGE,
+    OWNER_ATTR,
+    RUN_DIR_ATTR,
+    finished_trials,
+    owner,
+    reclaim_interrupted_trials,
+)
+from rlexp.sweeper.closing import best_value, closing_line
+from rlexp.sweeper.command_line import hide_password, sweep_overrides
+from rlexp.sweeper.launching import Jobs
+from rlexp.sweeper.limits import check_failure_rate, trials_to_ask, within_cap
+from rlexp.sweeper.opening import Compose, default_storage, open_study, reseed
+from rlexp.sweeper.outcomes import JobOutcome, recorded_outcome, stopped_at
+from rlexp.sweeper.retrain import retrain_top_trials
+from rlexp.sweeper.settings import SweepSettings
+from rlexp.sweeper.telling import tell, tell_or_hand_over
+from rlexp.sweeper.trial_runs import job_overrides, run_number
+
+log = logging.getLogger(__name__)
+# Optuna flags e.g. multivariate TPE and its matplotlib plots as experimental, on every call
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+@dataclass(frozen=True)
+class OpenSearch:
+    """A search as this sweeper runs it: its study, the distributions searched, the overrides that fix values."""
+
+    study: optuna.Study
+    space: dict[str, Any]
+    fixed: list[str]
+
+
+@dataclass(frozen=True)
+class TrialJob:
+    """A trial asked of the study and the overrides of the job that runs it."""
+
+    trial: optuna.Trial
+    overrides: list[str]
+
+
+class Sweep:
+    """One sweeper's search, in steps that each handle a batch of trials: ``ask`` the study, ``launch`` their
+    jobs (Hydra's launchers return once the whole batch ended), ``tell`` each trial's outcome, ``settle``
+    (results written, failure rate judged). A search that launches each trial as a job frees up and tells
+    each as it ends would call the same steps with one trial at a time."""
+
+    def __init__(self, settings: SweepSettings, config: DictConfig, launcher: Launcher, compose: Compose) -> None:
+        """``config``: the sweep's (Hydra's multirun config); ``compose``: its overrides composed again."""
+        self.settings, self.config, self.compose = settings, config, compose
+        self.jobs = Jobs(launcher)
+        self.sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        self.storage_url = settings.storage or default_storage(self.sweep_dir)
+        self.runs: dict[int, int] = {}  # trial number -> the number of the run it is (its seed, its dir)
+        if settings.storage and has_password(settings.storage):
+            hide_password(config, settings.storage)
+
+    def run(self, arguments: list[str]) -> None:
+        """The whole search of this sweeper, from the command's overrides (``arguments``)."""
+        search = self.start(arguments)
+        while trials := self.ask(search):
+            for job, outcome in zip(trials, self.launch(search.study, trials), strict=True):
+                self.tell(search.study, job.trial, outcome)
+            self.settle(search.study)
+        self.finish(search)
+
+    def start(self, arguments: list[str]) -> OpenSearch:
+        """The search opened (its study checked against the search it was made for); the trials an earlier
+        run of this sweep left running queued again."""
+        self.settings.check()
+        sweeps, fixed = sweep_overrides(arguments, self.settings.seed)
+        space = parse_search_space(self.settings.params, sweeps, self.config, fixed)
+        if not space:
+            raise ConfigError("hydra.sweeper.params is empty: nothing to search (use hparams=search)")
+        study = open_study(self.settings, self.storage_url, self.config, self.sweep_dir, space, fixed, self.compose)
+        os.environ[ENV_STORAGE] = self.storage_url  # (for the jobs, whichever launcher starts them)
+        shared = self.storage_url != default_storage(self.sweep_dir)
+        reseed(study, self.settings, self.config.hydra.sweeper.sampler, shared)
+        reclaimed = reclaim_interrupted_trials(study)
+        if reclaimed:
+            log.info("requeued %d trial(s) interrupted by an earlier run of this sweep", reclaimed)
+        done, name, wanted = len(finished_trials(study)), self.settings.study_name, self.settings.n_trials
+        log.info("study %s in %s: %d of %d trials finished", name, shown(self.storage_url), done, wanted)
+        if done >= wanted:  # (a sweep run again with the same study: it continues, here past its end)
+            log.info("nothing to run: raise hydra.sweeper.n_trials above %d to run more trials in this study", done)
+        return OpenSearch(study, space, fixed)
+
+    def ask(self, search: OpenSearch) -> list[TrialJob]:
+        """The next trials (n_jobs, or what the study still needs), each with its run and the job that runs it
+        recorded in the study; none when the search is done."""
+        study = search.study
+        if self.jobs.launched:  # (a worker of a shared study killed meanwhile: its trial runs again, here or elsewhere)
+            taken = reclaim_interrupted_trials(study)
+            if taken:
+                log.info("requeued %d trial(s) of a sweeper that ended while they ran", taken)
+        remaining = trials_to_ask(study, self.settings)
+        if remaining <= 0:
+            return []
+        trials = [study.ask(search.space) for _ in range(min(self.settings.n_jobs, remaining))]
+        for trial in trials:
+            trial.set_user_attr(OWNER_ATTR, owner())
+            self.runs[trial.number] = run_number(study, trial, self.sweep_dir)
+            trial.set_user_attr(RUN_DIR_ATTR, str(trial_dir(self.sweep_dir, self.runs[trial.number])))
+        jobs = []
+        for trial in within_cap(study, trials, self.settings.max_total_trials):
+            run = self.runs.get(trial.number, trial.number)
+            seed = self.settings.trial_seed(run)
+            overrides = job_overrides(trial, search.fixed, self.config, self.settings.study_name, seed, run)
+            trial.set_user_attr(COMMAND_ATTR, trial_command(overrides, self.settings.seeds_per_trial))
+            jobs.append(TrialJob(trial, overrides))
+        return jobs
+
+    def launch(self, study: optuna.Study, trials: list[TrialJob]) -> list[JobOutcome]:
+        """The trials' jobs run, and how each ended. A stop signal: the trials that ended are told, the others
+        queued again, the results written, and the signal raised on."""
+        try:
+            return self.jobs.run([job.overrides for job in trials])
+        except Exception as err:  # a job's overrides do not compose, or one submitit job died without a result
+            return [recorded_outcome(job.trial, err) for job in trials]
+        except Interrupted as err:  # a stop signal: the trials that ended count, the others run again
+            for job in trials:
+                tell_or_hand_over(study, job.trial, recorded_outcome(job.trial, err))
+            write_results(study, self.sweep_dir, self.config, plots=False)
+            raise
+
+    def tell(self, study: optuna.Study, trial: optuna.Trial, outcome: JobOutcome) -> None:
+        """The study told how the trial ended; a job of its own stopped by a signal (submitit's launchers:
+        its error, not ours) hands its trial over instead."""
+        if outcome.completed or stopped_at(trial) is None:
+            tell(study, trial, outcome)
+        else:
+            tell_or_hand_over(study, trial, outcome)
+
+    def settle(self, study: optuna.Study) -> None:
+        """The results rewritten (to be read mid-sweep); the search ended when too many trials failed."""
+        results = write_results(study, self.sweep_dir, self.config, plots=False)
+        try:
+            check_failure_rate(study, self.settings)
+        except ConfigError:
+            print(closing_line(study, results, self.sweep_dir))
+            raise
+
+    def finish(self, search: OpenSearch) -> None:
+        """The robust selection when asked for, the final results (plots too), and the closing line."""
+        study, winner = search.study, None
+        if self.settings.retrain_top_k > 0:
+            n_timesteps = self.config.n_timesteps
+            winner = retrain_top_trials(study, self.settings, self.jobs, search.fixed, n_timesteps, self.sweep_dir)
+        results = self._final_results(study, winner)
+        print(closing_line(study, results, self.sweep_dir))
+
+    def _final_results(self, study: optuna.Study, winner: int | None) -> dict[str, Any]:
+        plots = self.settings.plots
+        results = write_results(study, self.sweep_dir, self.config, plots=plots, winner=winner)
+        for _ in range(5):  # (bounded: workers ending one after another settle in a pass or two)
+            if winner is not None or best_value(study) == (results.get("best") or {}).get("value"):
+                break
+            # another worker's trial ended meanwhile, the study's new best: the files and the line say so
+            results = write_results(study, self.sweep_dir, self.config, plots=plots)
+        return results
