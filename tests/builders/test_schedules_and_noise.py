@@ -53,19 +53,22 @@ def test_a_schedule_pickles_as_saved_models_need():
 
 
 @pytest.mark.parametrize("old_module", ["rlexp.run.schedules", "rlexp.build.schedules"])
-def test_a_schedule_pickled_under_its_old_module_still_loads(old_module):
+def test_a_schedule_pickled_under_its_old_module_still_loads(old_module, monkeypatch):
     """model.zip files of earlier releases name rlexp.run.schedules.CosineSchedule or
     rlexp.build.schedules.CosineSchedule (modules that no longer exist); rlexp's unpickler finds today's."""
+    import sys
+    import types
+
     from rlexp.rundir.pickles import restricted_loads
 
     cls = schedules.CosineSchedule
-    saved_module = cls.__module__
-    cls.__module__ = old_module
-    try:
-        data = pickle.dumps(cls(1.0, 0.2))
-    finally:
-        cls.__module__ = saved_module
-    assert old_module.encode() in data
+    stand_in = types.ModuleType(old_module)  # (only while pickling: pickle checks the class is found there)
+    stand_in.CosineSchedule = cls  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, old_module, stand_in)
+    monkeypatch.setattr(cls, "__module__", old_module)
+    data = pickle.dumps(cls(1.0, 0.2))
+    monkeypatch.undo()
+    assert old_module.encode() in data and old_module not in sys.modules
     with pytest.raises(ModuleNotFoundError):
         pickle.loads(data)
     loaded = restricted_loads(data, "a schedule")

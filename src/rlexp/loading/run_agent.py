@@ -18,6 +18,7 @@ from rlexp.loading.agent import checked_objects, load_replay_buffer
 from rlexp.loading.spaces import aligned_spaces
 from rlexp.loading.trained_agent import find_trained_agent, refuse_another_algo, trained_agent_stats
 from rlexp.rundir.contract import VECNORMALIZE_FILE
+from rlexp.rundir.pickles import moved_objects
 
 
 def load_model(cfg: DictConfig, path: str, env: VecEnv, restricted: bool = True) -> BaseAlgorithm:
@@ -28,7 +29,7 @@ def load_model(cfg: DictConfig, path: str, env: VecEnv, restricted: bool = True)
     files = find_trained_agent(path)
     zip_path = files.zip
     refuse_another_algo(cfg, path, zip_path.parent)
-    objects = checked_objects(cfg, zip_path) if restricted else None
+    objects = checked_objects(cfg, zip_path) if restricted else moved_objects(zip_path)
     if objects is not None:
         objects = aligned_spaces(objects, env)[0]  # (check_trained_agent said so)
     try:

@@ -251,6 +251,35 @@ def model_objects(
     return objects
 
 
+class _Renamed(pickle.Unpickler):
+    """Unpickles as pickle does, finding a module that moved (MOVED_MODULES) under its name today."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(moved_name(module), name)
+
+
+def moved_objects(zip_path: Path) -> dict[str, Any] | None:
+    """A run's own model zip, which SB3 unpickles itself (a run resuming in its dir trusts what it wrote):
+    the entries that name a module since moved, unpickled under today's names (SB3's load cannot import
+    the old ones); None when no entry does. The other entries are left to SB3."""
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            data = json.loads(archive.read("data"))
+        blobs = {
+            key: base64.b64decode(item[":serialized:"])
+            for key, item in data.items()
+            if isinstance(item, dict) and ":serialized:" in item
+        }
+    except (OSError, KeyError, TypeError, ValueError, AttributeError, zipfile.BadZipFile):
+        return None  # (SB3's load says what is wrong with it)
+    moved = {
+        key: blob
+        for key, blob in blobs.items()
+        if any(moved_name(module) != module for module, _ in pickled_names(blob))
+    }
+    return {key: _Renamed(io.BytesIO(blob)).load() for key, blob in moved.items()} or None
+
+
 def load_vecnormalize(path: Path, venv: Any, trust: Iterable[str] = ()) -> Any:
     """SB3's ``VecNormalize.load`` with the allowed names only (the statistics, clip values and flags)."""
     from stable_baselines3.common.vec_env import VecNormalize
