@@ -11,7 +11,7 @@ import signal
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
@@ -41,6 +41,7 @@ from rlexp.rundir.pickles import load_vecnormalize
 from rlexp.vecenvs.choice import envpool_options, resolved
 from rlexp.vecenvs.lean import LeanVecEnv
 
+AnyEnv = TypeVar("AnyEnv", VecEnv, gym.Env)  # what closed_at_end closes: a vector env or one env
 VEC_ENV_CLASSES = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv, "lean": LeanVecEnv}
 
 
@@ -364,7 +365,7 @@ def _vec_layers(
 
 
 @contextmanager
-def closed_at_end(venv: VecEnv) -> Iterator[VecEnv]:
+def closed_at_end(venv: AnyEnv) -> Iterator[AnyEnv]:
     """Closes the env whatever happens. SubprocVecEnv workers ignore the stop signals, so a worker that
     cannot be closed (its pipe broke) is killed rather than left behind."""
     try:
