@@ -1,4 +1,4 @@
-"""Sessions: lint (ruff, the import layers), tests (fast set), slow (long trainings and end-to-end runs), docs,
+"""Sessions: lint (ruff, the import layers, the types), tests (fast set), slow (long trainings and end-to-end runs), docs,
 benchmarks. `nox -s tests`."""
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ def lint(session: nox.Session) -> None:
     # the layers of pyproject.toml's [tool.importlinter] (import-linter reads the installed package)
     _install(session)
     session.run("lint-imports")
+    # the types of src/ ([tool.pyright]: standard mode, every `# type: ignore` needed)
+    session.run("pyright")
 
 
 @nox.session

@@ -114,9 +114,13 @@ def _split_flags(args: list[str]) -> tuple[list[str], list[str]]:
         action = known.get(word.split("=", 1)[0]) if word.startswith("-") else None
         (flags if action else overrides).append(word)
         i += 1
-        takes_value = action and "=" not in word and i < len(args)
+        takes_value = "=" not in word and i < len(args)
         # -c job, -cp DIR take the next word; -i only one of its choices
-        if takes_value and (action.nargs is None or (action.nargs == "?" and args[i] in (action.choices or ()))):
+        if (
+            action is not None
+            and takes_value
+            and (action.nargs is None or (action.nargs == "?" and args[i] in (action.choices or ())))
+        ):
             flags.append(args[i])
             i += 1
     return overrides, flags
@@ -128,8 +132,8 @@ def _refuse_two_modes(flags: list[str]) -> None:
     known = _hydra_flags()
     for i, flag in enumerate(flags):
         action = known.get(flag.split("=", 1)[0]) if flag.startswith("-") else None
-        bare = action is not None and action.nargs is None and "=" not in flag
-        if bare and (i + 1 == len(flags) or flags[i + 1].startswith("-")):
+        bare = "=" not in flag and (i + 1 == len(flags) or flags[i + 1].startswith("-"))
+        if action is not None and action.nargs is None and bare:
             choices = f" ({', '.join(action.choices)})" if action.choices else ""
             print(f"rlexp: error: {flag} takes a value{choices}", file=sys.stderr)
             sys.exit(1)

@@ -127,9 +127,10 @@ class RunEvalCallback(EvalCallback):
         except StopEvaluation:
             self.stopper.save(self.stopper.rollout_step)
             return False
-        written = Path(f"{self.log_path}.npz") if evaluated and self.npz is not None else None
-        if written is not None and written.is_file():
-            replace_durably(written, self.npz)
+        if evaluated and self.npz is not None:
+            written = Path(f"{self.log_path}.npz")
+            if written.is_file():
+                replace_durably(written, self.npz)
         return keep_going
 
 
@@ -171,7 +172,7 @@ def build_callbacks(
     # the finite check first: a diverged agent is never saved, not even as a checkpoint
     callbacks: list[BaseCallback] = [FiniteTraining()] if cfg.diagnostics.finite else []
     callbacks.append(stopper)
-    save_best = solved = None
+    save_best = solved = eval_cb = None
     freq = eval_freq(cfg, target_steps - origin)
     if freq > 0 and eval_env is not None:
         save_best = SaveBestCallback(run_dir / BEST_DIR)
@@ -200,7 +201,7 @@ def build_callbacks(
     callbacks.extend(instantiate(spec) for spec in cb_cfg.extra.values())
     progress = None
     if cfg.logger.verbose >= 1 and not cb_cfg.progress_bar:  # (SB3's own bar otherwise)
-        progress = Progress(target_steps, save_best.parent if save_best else None, origin=origin)  # type: ignore[arg-type]
+        progress = Progress(target_steps, eval_cb, origin=origin)
         callbacks.append(progress)
     callbacks.append(TrainingHealth(cfg.diagnostics, target_steps, diagnostics, fresh))
     return RunCallbacks(CallbackList(callbacks), save_best, solved, progress)

@@ -11,11 +11,11 @@ import signal
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
@@ -31,6 +31,8 @@ from stable_baselines3.common.vec_env import (
 
 from rlexp.config.env_families import missing_extra, register_family
 from rlexp.config.hydra_versions import instantiate
+from rlexp.config.plain import plain_dict
+from rlexp.config.schema import EnvConfig
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import FiniteEnv
@@ -39,6 +41,7 @@ from rlexp.rundir.pickles import load_vecnormalize
 from rlexp.vecenvs.choice import envpool_options, resolved
 from rlexp.vecenvs.lean import LeanVecEnv
 
+AnyEnv = TypeVar("AnyEnv", VecEnv, gym.Env)  # what closed_at_end closes: a vector env or one env
 VEC_ENV_CLASSES = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv, "lean": LeanVecEnv}
 
 
@@ -79,10 +82,10 @@ def _apply_wrappers(env: gym.Env, wrappers: dict[str, dict[str, Any]]) -> gym.En
     return env
 
 
-def env_kwargs(env_cfg: DictConfig, for_eval: bool) -> dict[str, Any]:
-    kwargs: dict[str, Any] = OmegaConf.to_container(env_cfg.kwargs, resolve=True)  # type: ignore[assignment]
+def env_kwargs(env_cfg: EnvConfig, for_eval: bool) -> dict[str, Any]:
+    kwargs = plain_dict(env_cfg.kwargs)
     if for_eval:
-        kwargs.update(OmegaConf.to_container(env_cfg.eval_kwargs, resolve=True))  # type: ignore[arg-type]
+        kwargs.update(plain_dict(env_cfg.eval_kwargs))
     if env_cfg.max_episode_steps is not None:
         kwargs["max_episode_steps"] = env_cfg.max_episode_steps
     return kwargs
@@ -104,7 +107,7 @@ class _IgnoringStopSignals:
         return self.make(**kwargs)
 
 
-def make_env_fn(env_cfg: DictConfig, for_eval: bool = False, render_mode: str | None = None) -> Callable[[], gym.Env]:
+def make_env_fn(env_cfg: EnvConfig, for_eval: bool = False, render_mode: str | None = None) -> Callable[[], gym.Env]:
     """A picklable zero-argument constructor of one raw env (before Monitor and wrappers)."""
     spec = resolve_spec(env_cfg.id)
     kwargs = env_kwargs(env_cfg, for_eval)
@@ -113,7 +116,7 @@ def make_env_fn(env_cfg: DictConfig, for_eval: bool = False, render_mode: str | 
     return functools.partial(gym.make, spec, **kwargs)
 
 
-def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
+def _made(env_cfg: EnvConfig, for_eval: bool) -> gym.Env:
     """One raw env; a failure names the kwarg (or the id) that caused it."""
     kwargs = env_kwargs(env_cfg, for_eval)
     try:
@@ -137,12 +140,11 @@ def _made(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
         ) from None
 
 
-def one_env(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
+def one_env(env_cfg: EnvConfig, for_eval: bool) -> gym.Env:
     """One env as each of the run's vector envs holds it: Monitor, then the wrappers (no file written);
     each failure named by its config key."""
     env: gym.Env = Monitor(_made(env_cfg, for_eval))
-    wrappers = OmegaConf.to_container(env_cfg.wrappers, resolve=True)
-    for name, spec in wrappers.items():  # type: ignore[union-attr]
+    for name, spec in plain_dict(env_cfg.wrappers).items():
         try:
             env = instantiate(spec, env)
         except Exception as err:
@@ -151,7 +153,7 @@ def one_env(env_cfg: DictConfig, for_eval: bool) -> gym.Env:
     return env
 
 
-def probe_env(env_cfg: DictConfig, seed: int) -> VecEnv:
+def probe_env(env_cfg: EnvConfig, seed: int) -> VecEnv:
     """One env built in this process as the run will build its envs (kwargs, Monitor, wrappers, a reset,
     normalization, frame stack), each failure named by its config key; writes no file. For the front door."""
     if env_cfg.eval_kwargs:
@@ -193,7 +195,7 @@ class _Widened(VecEnvWrapper):
         return self.venv.env_is_wrapped(wrapper_class) * self.num_envs
 
 
-def gymnasium_check(env_cfg: DictConfig) -> None:
+def gymnasium_check(env_cfg: EnvConfig) -> None:
     """Gymnasium's env checker on the raw env (it asks for the env itself, not its wrappers)."""
     from gymnasium.utils.env_checker import check_env as gym_check_env
 
@@ -204,7 +206,7 @@ def gymnasium_check(env_cfg: DictConfig) -> None:
         env.close()
 
 
-def check_env(env_cfg: DictConfig) -> None:
+def check_env(env_cfg: EnvConfig) -> None:
     """Gymnasium's env checker (env.check), a failure in one line."""
     try:
         gymnasium_check(env_cfg)
@@ -213,7 +215,7 @@ def check_env(env_cfg: DictConfig) -> None:
 
 
 def build_vec_env(
-    env_cfg: DictConfig,
+    env_cfg: EnvConfig,
     seed: int,
     monitor_dir: Path | None,
     normalize_stats: Path | None = None,
@@ -239,7 +241,7 @@ def build_vec_env(
     The eval env uses but never updates the normalization statistics: they are synced from the
     train env before each evaluation (SB3's EvalCallback and ``sync_envs_normalization``).
     """
-    wrappers = OmegaConf.to_container(env_cfg.wrappers, resolve=True)  # (name -> spec)
+    wrappers = plain_dict(env_cfg.wrappers)  # (name -> spec)
     n_envs = n_envs or (1 if for_eval else env_cfg.n_envs)
     if monitor_dir is not None:
         monitor_dir.mkdir(parents=True, exist_ok=True)
@@ -267,7 +269,7 @@ def build_vec_env(
 
 
 def _vectorized(
-    kind: str, env_cfg: DictConfig, n_envs: int, seed: int, monitor_dir: Path | None, append: bool, for_eval: bool
+    kind: str, env_cfg: EnvConfig, n_envs: int, seed: int, monitor_dir: Path | None, append: bool, for_eval: bool
 ) -> tuple[VecEnv, bool]:
     """A vector env that steps all its envs at once (rlexp.vecenvs), and whether it stacks frames itself."""
     kwargs = env_kwargs(env_cfg, for_eval)
@@ -333,7 +335,7 @@ def spec_threshold(env_id: str) -> float | None:
 
 def _vec_layers(
     venv: VecEnv,
-    env_cfg: DictConfig,
+    env_cfg: EnvConfig,
     normalize_stats: Path | None,
     for_eval: bool,
     stacked: bool = False,
@@ -343,27 +345,27 @@ def _vec_layers(
     of the vector env."""
     if env_cfg.normalize:
         if normalize_stats is not None:
-            venv = load_vecnormalize(normalize_stats, venv, trust)
+            normalized = load_vecnormalize(normalize_stats, venv, trust)
         else:
-            kwargs = OmegaConf.to_container(env_cfg.normalize_kwargs, resolve=True)
             try:
-                venv = VecNormalize(venv, **kwargs)  # type: ignore[arg-type]
+                normalized = VecNormalize(venv, **plain_dict(env_cfg.normalize_kwargs))
             except TypeError as err:
                 raise ConfigError(f"env.normalize_kwargs: {one_line_error(err)}") from None
         if for_eval:
-            venv.training = False
-            venv.norm_reward = False
+            normalized.training = False
+            normalized.norm_reward = False
+        venv = normalized
     if env_cfg.frame_stack and not stacked:
         venv = VecFrameStack(venv, n_stack=env_cfg.frame_stack)
     if is_image_space(venv.observation_space) and not is_image_space_channels_first(
-        venv.observation_space  # type: ignore[arg-type]
+        venv.observation_space  # type: ignore[arg-type]  # (is_image_space found a Box)
     ):
         venv = VecTransposeImage(venv)
     return venv
 
 
 @contextmanager
-def closed_at_end(venv: VecEnv) -> Iterator[VecEnv]:
+def closed_at_end(venv: AnyEnv) -> Iterator[AnyEnv]:
     """Closes the env whatever happens. SubprocVecEnv workers ignore the stop signals, so a worker that
     cannot be closed (its pipe broke) is killed rather than left behind."""
     try:

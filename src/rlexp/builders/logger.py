@@ -4,6 +4,7 @@ for a resumed run files that grow instead of starting over."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from stable_baselines3.common.logger import (
@@ -68,7 +69,7 @@ def continued_logger(folder: Path, formats: list[str], upto_step: int) -> Logger
 
 
 def run_logger(
-    formats: list[str], verbose: int, logs_dir: Path, writers: list[KVWriter], resume_step: int | None = None
+    formats: list[str], verbose: int, logs_dir: Path, writers: Sequence[KVWriter], resume_step: int | None = None
 ) -> Logger:
     """The logger of a run: logger.formats in ``logs_dir`` (SB3's tables on stdout too with
     logger.verbose=2), then ``writers`` (the trackers'); ``resume_step``: a resumed run's, whose files

@@ -8,7 +8,7 @@ import inspect
 import re
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
@@ -37,7 +37,7 @@ def observation_warnings(cfg: DictConfig, env: VecEnv) -> list[str]:
 
     policy = str(cfg.algo.policy)
     if policy.startswith("Mlp") and is_image_space(env.observation_space, check_channels=False):
-        shape = "x".join(str(n) for n in env.observation_space.shape)  # type: ignore[union-attr]
+        shape = "x".join(str(n) for n in env.observation_space.shape)  # type: ignore[union-attr]  # (an image space is a Box)
         return [
             f"algo.policy={policy} on image observations ({shape}) of {cfg.env.id}: an MLP on raw pixels rarely "
             f"learns; algo.policy={policy.replace('Mlp', 'Cnn')} fits images"
@@ -111,9 +111,10 @@ def build_model(cfg: DictConfig, env: VecEnv, probe: bool = False) -> BaseAlgori
         text = collapsed(err)
         if isinstance(err, AssertionError) and "action spaces" in text:
             from rlexp.config.env_routing import variants
+            from rlexp.config.plain import plain_dict
 
             supported = ", ".join(re.findall(r"<class '[\w.]+\.(\w+)'>", text.split(" but ")[0]))
-            other = variants(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs))
+            other = variants(cfg.env.id, plain_dict(cfg.env.kwargs, resolve=False))
             raise ConfigError(
                 f"algo {cls.__name__} cannot act in env.id={cfg.env.id}: its action space is "
                 f"{type(env.action_space).__name__} and {cls.__name__} supports only {supported}"

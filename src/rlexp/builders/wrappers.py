@@ -28,11 +28,13 @@ class FrameSkip(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         total = 0.0
-        for _ in range(self.skip):
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            total += float(reward)
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        total += float(reward)
+        for _ in range(self.skip - 1):
             if terminated or truncated:
                 break
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            total += float(reward)
         return obs, total, terminated, truncated, info
 
 

@@ -71,7 +71,7 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
             return_episode_rewards=True,
             callback=record_success,
         )
-    out.returns, out.lengths = [float(r) for r in returns], [int(n) for n in lengths]
+    out.returns, out.lengths = [float(r) for r in returns], [int(n) for n in lengths]  # type: ignore[union-attr]  # (lists: return_episode_rewards)
     if len(out.successes) != len(out.returns):  # reported for some episodes only: not a success rate
         out.successes = []
     return out

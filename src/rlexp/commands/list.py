@@ -65,7 +65,8 @@ def main(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
     families = sorted({p.family for p in chosen})
-    missing = sorted({BY_NAME[f].extra for f in families if f in BY_NAME and not _installed(BY_NAME[f])})
+    not_installed = [BY_NAME[f] for f in families if f in BY_NAME and not _installed(BY_NAME[f])]
+    missing = sorted({f.extra for f in not_installed if f.extra is not None})  # (no extra: always installed)
     count = sum(p.family in BY_NAME and BY_NAME[p.family].extra in missing for p in chosen)
     print(
         f"rlexp list: {len(chosen)} tuned pairs"

@@ -7,8 +7,9 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
+from hydra.conf import HydraConf
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
 from hydra.types import RunMode
@@ -102,12 +103,12 @@ def print_run_end(record: RunRecord, run_dir: Path, kept: bool) -> None:
         say(line)
 
 
-def exit_with(err: BaseException) -> None:
+def exit_with(err: BaseException) -> NoReturn:
     print(f"rlexp: error: {one_line(err)}", file=sys.stderr)
     sys.exit(1)
 
 
-def rerun_command(hydra_cfg: DictConfig, run_dir: Path) -> list[str]:
+def rerun_command(hydra_cfg: HydraConf, run_dir: Path) -> list[str]:
     """The command that runs this single run again in ``run_dir``: its overrides, the hydra.* ones that
     shape the config (searchpath...) and the run dir, each quoted for Hydra (a path with spaces)."""
     kept = shaping_overrides(hydra_cfg, ())
@@ -126,7 +127,7 @@ SEARCH_PLUMBING = (
 )
 
 
-def shaping_overrides(hydra_cfg: DictConfig, left_out: tuple[str, ...]) -> list[str]:
+def shaping_overrides(hydra_cfg: HydraConf, left_out: tuple[str, ...]) -> list[str]:
     """The hydra.* overrides that a command re-running a run keeps: those that shape its config."""
     dropped = ("hydra.run.dir=", "hydra.mode=", *left_out)
     return [o for o in hydra_cfg.overrides.hydra if not o.lstrip("+").startswith(dropped)]

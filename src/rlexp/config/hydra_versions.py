@@ -61,7 +61,7 @@ def register_resolver(name: str, resolver: Callable[..., Any]) -> None:
     """OmegaConf 2.4's ``register_resolver`` (it deprecates ``register_new_resolver``); 2.3's
     ``register_resolver`` is the old kind, whose arguments are strings only."""
     if _OMEGACONF >= (2, 4):
-        OmegaConf.register_resolver(name, resolver, replace=True)
+        OmegaConf.register_resolver(name, resolver, replace=True)  # type: ignore[call-arg]  # (2.4's: 2.3's takes no replace)
     else:
         OmegaConf.register_new_resolver(name, resolver, replace=True)
 

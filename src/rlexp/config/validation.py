@@ -26,7 +26,11 @@ def ranged_values(node: DictConfig, path: str = "") -> Iterator[tuple[str, Any, 
         if isinstance(child, DictConfig):
             if not child._is_none() and not child._is_missing():
                 yield from ranged_values(child, full)
-        elif dataclasses.is_dataclass(schema) and (must_be := field_range(schema, str(key))) is not None:
+        elif (
+            isinstance(schema, type)
+            and dataclasses.is_dataclass(schema)
+            and (must_be := field_range(schema, str(key))) is not None
+        ):
             yield full, OmegaConf.select(node, str(key), default=None), must_be
 
 

@@ -82,7 +82,7 @@ def write_torchscript(graph: Graph, path: Path) -> None:
     try:
         with _quiet(), torch.no_grad():
             traced = torch.jit.trace(graph.module, graph.example(), check_trace=False)
-            traced.save(str(path))
+            torch.jit.save(traced, str(path))
     except Exception as err:
         raise ConfigError(f"torch.jit.trace failed on this policy: {one_line_error(_root(err))[:400]}") from None
 
@@ -111,7 +111,7 @@ def onnx_runner(path: Path, threads: int) -> Runner:
     except Exception as err:
         raise ConfigError(f"onnxruntime cannot load {path.name}: {one_line_error(err)[:400]}") from None
     names = [i.name for i in session.get_inputs()]
-    return lambda inputs: session.run(None, dict(zip(names, inputs, strict=True)))
+    return lambda inputs: [np.asarray(out) for out in session.run(None, dict(zip(names, inputs, strict=True)))]
 
 
 def torchscript_runner(path: Path) -> Runner:

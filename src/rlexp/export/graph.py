@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium import spaces
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.policies import BaseModel
 from stable_baselines3.common.vec_env import VecEnv, VecFrameStack, VecNormalize, VecTransposeImage
@@ -87,19 +88,21 @@ class EnvLayers:
 class PolicyGraph(torch.nn.Module):
     """Raw observations (one tensor per Dict key, in the space's key order) to env actions."""
 
+    low: torch.Tensor  # a Box's bounds (buffers, registered when the actions are a Box)
+    high: torch.Tensor
+
     def __init__(self, model: BaseAlgorithm, layers: EnvLayers) -> None:
         super().__init__()
         self.policy = model.policy
         self.policy.set_training_mode(False)
         self.keys: list[str] | None = list(layers.space.spaces) if isinstance(layers.space, spaces.Dict) else None
-        self.recurrent = hasattr(self.policy, "lstm_actor")
         self._normalization(layers.normalize)
         self.transposed = layers.transposed_keys
         action_space = self.policy.action_space
-        self.action_shape = tuple(action_space.shape)
-        self.box = isinstance(action_space, spaces.Box)
-        self.squash = bool(self.policy.squash_output)
-        if self.box:
+        self.action_shape = flat_shape(action_space)
+        box = isinstance(action_space, spaces.Box)
+        self.box, self.squash = box, bool(self.policy.squash_output)
+        if box:
             self.register_buffer("low", torch.as_tensor(action_space.low, dtype=torch.float32))
             self.register_buffer("high", torch.as_tensor(action_space.high, dtype=torch.float32))
 
@@ -108,9 +111,8 @@ class PolicyGraph(torch.nn.Module):
         if normalize is None or not normalize.norm_obs:
             return
         self.clip_obs = float(normalize.clip_obs)
-        stats = normalize.obs_rms
-        for key in normalize.norm_obs_keys if isinstance(stats, dict) else [None]:
-            rms = stats[key] if key is not None else stats  # type: ignore[index]
+        stats = normalize.obs_rms  # a Dict's: one per key of norm_obs_keys, in its order
+        for key, rms in stats.items() if isinstance(stats, dict) else [(None, stats)]:
             name = "obs" if key is None else key
             self.register_buffer(f"mean_{name}", torch.as_tensor(rms.mean, dtype=torch.float64))
             self.register_buffer(
@@ -135,22 +137,15 @@ class PolicyGraph(torch.nn.Module):
             if self.keys is None
             else {k: self._prepare(k, x) for k, x in zip(self.keys, obs_inputs, strict=True)}
         )
-        if self.recurrent:
-            actions, h, c = self._recurrent_step(obs, *state)
+        if isinstance(self.policy, RecurrentActorCriticPolicy):
+            actions, h, c = _recurrent_step(self.policy, obs, *state)
             return self._to_env(actions), h, c
         return self._to_env(self.policy._predict(obs, deterministic=True))
 
-    def _recurrent_step(
-        self, obs: Any, h: torch.Tensor, c: torch.Tensor, episode_start: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One step of RecurrentPPO's actor for a batch of one-step sequences: the state is zeroed where an
-        episode starts, as in sb3_contrib's ``_process_sequence``, without its data-dependent branch."""
-        policy = self.policy
-        features = BaseModel.extract_features(policy, obs, policy.pi_features_extractor)  # (as sb3_contrib does)
-        keep = (1.0 - episode_start).view(1, -1, 1)
-        out, (h, c) = policy.lstm_actor(features.unsqueeze(0), (h * keep, c * keep))
-        latent = policy.mlp_extractor.forward_actor(out.squeeze(0))
-        return policy._get_action_dist_from_latent(latent).get_actions(deterministic=True), h, c
+    @property
+    def recurrent(self) -> bool:
+        """RecurrentPPO's policy: its LSTM state is an input and an output of the graph."""
+        return isinstance(self.policy, RecurrentActorCriticPolicy)
 
     def _to_env(self, actions: torch.Tensor) -> torch.Tensor:
         actions = actions.reshape((-1, *self.action_shape))
@@ -159,6 +154,18 @@ class PolicyGraph(torch.nn.Module):
         if self.squash:
             return self.low + 0.5 * (actions + 1.0) * (self.high - self.low)
         return torch.max(torch.min(actions, self.high), self.low)
+
+
+def _recurrent_step(
+    policy: RecurrentActorCriticPolicy, obs: Any, h: torch.Tensor, c: torch.Tensor, episode_start: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step of RecurrentPPO's actor for a batch of one-step sequences: the state is zeroed where an
+    episode starts, as in sb3_contrib's ``_process_sequence``, without its data-dependent branch."""
+    features = BaseModel.extract_features(policy, obs, policy.pi_features_extractor)  # (as sb3_contrib does)
+    keep = (1.0 - episode_start).view(1, -1, 1)
+    out, (h, c) = policy.lstm_actor(features.unsqueeze(0), (h * keep, c * keep))
+    latent = policy.mlp_extractor.forward_actor(out.squeeze(0))
+    return policy._get_action_dist_from_latent(latent).get_actions(deterministic=True), h, c
 
 
 @dataclass
@@ -180,12 +187,20 @@ class Graph:
         return (*obs, state, state.clone(), torch.zeros(batch))
 
 
+def flat_shape(space: spaces.Space) -> tuple[int, ...]:
+    """The shape of a space of FLAT_SPACES (a Discrete's is ()); a space without one cannot be exported."""
+    shape = space.shape
+    if shape is None:
+        raise ConfigError(f"the space {type(space).__name__} cannot be exported: it has no shape")
+    return shape
+
+
 def _dtype(space: spaces.Space) -> str:
     return "int64" if isinstance(space, spaces.Discrete) else str(np.dtype(space.dtype))
 
 
 def _space_tensor(name: str, space: spaces.Space) -> Tensor:
-    return Tensor(name, ["batch", *space.shape], _dtype(space))
+    return Tensor(name, ["batch", *flat_shape(space)], _dtype(space))
 
 
 def _refuse(model: BaseAlgorithm, layers: EnvLayers) -> None:
@@ -213,9 +228,9 @@ def build_graph(model: BaseAlgorithm, venv: VecEnv) -> Graph:
         else [_space_tensor("obs", space)]
     )
     box = isinstance(model.action_space, spaces.Box)
-    outputs = [Tensor("action", ["batch", *model.action_space.shape], "float32" if box else "int64")]
+    outputs = [Tensor("action", ["batch", *flat_shape(model.action_space)], "float32" if box else "int64")]
     lstm: dict[str, int] = {}
-    if module.recurrent:
+    if isinstance(model.policy, RecurrentActorCriticPolicy):
         net = model.policy.lstm_actor
         lstm = {"num_layers": net.num_layers, "hidden_size": net.hidden_size}
         state = [net.num_layers, "batch", net.hidden_size]

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from stable_baselines3.common.preprocessing import is_image_space
 
 from rlexp.builders.envs import env_kwargs
-from rlexp.export.graph import Graph
+from rlexp.export.graph import Graph, flat_shape
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET
 from rlexp.rundir.agents import SavedAgent
 
@@ -37,7 +37,7 @@ def describe_space(space: spaces.Space) -> dict[str, Any]:
     if isinstance(space, spaces.Dict):
         out["spaces"] = {k: describe_space(s) for k, s in space.spaces.items()}
         return out
-    out["shape"] = list(space.shape)
+    out["shape"] = list(flat_shape(space))
     out["dtype"] = str(np.dtype(space.dtype))
     if isinstance(space, spaces.Box):
         out["low"], out["high"] = _bounds(space.low), _bounds(space.high)
@@ -52,11 +52,10 @@ def _normalization(graph: Graph) -> dict[str, Any] | None:
     normalize = graph.layers.normalize
     if normalize is None or not normalize.norm_obs:
         return None
-    stats = normalize.obs_rms
-    keys = normalize.norm_obs_keys if isinstance(stats, dict) else [None]
+    stats = normalize.obs_rms  # a Dict's: one per key of norm_obs_keys, in its order
     per_input = {
-        ("obs" if k is None else k): {"mean": (s := stats[k] if k else stats).mean.tolist(), "var": s.var.tolist()}  # type: ignore[index]
-        for k in keys
+        ("obs" if k is None else k): {"mean": s.mean.tolist(), "var": s.var.tolist()}
+        for k, s in (stats.items() if isinstance(stats, dict) else [(None, stats)])
     }
     return {
         "formula": "clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs), in float64",

@@ -54,12 +54,12 @@ def record(model: BaseAlgorithm, venv: VecEnv, graph: Graph, episodes: int, seed
     while len(out.returns) < episodes and out.steps < MAX_STEPS:
         raw = graph.layers.raw(obs)
         inputs = [raw] if keys is None else [raw[k] for k in keys]
-        action, new_state = model.predict(obs, state=state, episode_start=start, deterministic=True)
+        action, new_state = model.predict(obs, state=state, episode_start=start, deterministic=True)  # type: ignore[arg-type]  # (VecEnvObs has tuples; none is exported)
         outputs = [np.asarray(action)]
         if lstm:
             zeros = np.zeros((lstm["num_layers"], 1, lstm["hidden_size"]), dtype=np.float32)
             inputs += [*(state if state is not None else (zeros, zeros)), start.astype(np.float32)]
-            outputs += list(new_state)  # type: ignore[arg-type]
+            outputs += list(new_state)  # type: ignore[arg-type]  # (a recurrent policy returns its state)
         rows_in.append(inputs)
         rows_out.append(outputs)
         obs, _, dones, infos = venv.step(action)

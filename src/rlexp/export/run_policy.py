@@ -27,7 +27,7 @@ def main(export: Path) -> None:
     for i in range(episodes):  # episode i: the first of eval env i, reset with seed + i
         (obs, _), total, done = env.reset(seed=seed + i), 0.0, False
         while not done:
-            action = session.run(None, {"obs": obs[None]})[0][0]
+            action = np.asarray(session.run(None, {"obs": obs[None]})[0])[0]  # the one output: the actions
             obs, reward, terminated, truncated, _ = env.step(action)
             total, done = total + float(reward), terminated or truncated
         returns.append(total)

@@ -123,5 +123,5 @@ def load_replay_buffer(model: OffPolicyAlgorithm, path: Path) -> None:
     buffer.device = model.device  # (as SB3's: an agent trained on a GPU continues on this device)
     model.replay_buffer = buffer
     if isinstance(buffer, HerReplayBuffer):
-        buffer.set_env(model.env)
+        buffer.set_env(model.env)  # type: ignore[arg-type]  # (an agent loaded to train has its env)
         buffer.truncate_last_trajectory()  # (as SB3's: the last episode ended with the run)

@@ -120,7 +120,9 @@ def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
         data, _, _ = load_from_zip_file(zip_path, device="cpu", custom_objects=objects, print_system_info=False)
     except Exception as err:
         raise ConfigError(f"trained_agent={path}: {zip_path} cannot be read as an SB3 model ({err})") from None
-    policy = (data or {}).get("policy_class")
+    if data is None:  # (a zip without SB3's data file)
+        raise ConfigError(f"trained_agent={path}: {zip_path} cannot be read as an SB3 model (it holds no data)")
+    policy = data.get("policy_class")
     if isinstance(policy, type):
         trained_with = "sbx" if policy.__module__.split(".")[0] == "sbx" else "sb3"
         if trained_with != ("sbx" if is_sbx(cfg) else "sb3"):

@@ -35,7 +35,7 @@ def eval_freq(cfg: DictConfig, steps: int | None = None) -> int:
     callbacks.eval.freq is evaluated SHORT_RUN_EVALUATIONS times instead of never, so that a short run too
     has its best agent, its curve and its sample efficiency."""
     eval_cfg = cfg.callbacks.eval
-    steps = cfg.n_timesteps if steps is None else steps
+    steps = int(cfg.n_timesteps) if steps is None else steps
     if eval_cfg.n_evaluations:
         return steps // eval_cfg.n_evaluations
     if 0 < steps < eval_cfg.freq:
@@ -119,7 +119,7 @@ def final_evaluation(
     return {
         "mean": float(np.mean(rewards)),
         "std": float(np.std(rewards)),
-        "episodes": len(rewards),
+        "episodes": len(rewards),  # type: ignore[arg-type]  # (a list: return_episode_rewards)
         "mean_length": float(np.mean(lengths)),
         "n_envs": eval_env.num_envs,
     }

@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback
+
+from rlexp.config.plain import plain_dict
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ class TrainingHealth(BaseCallback):
     def __init__(self, cfg: DictConfig, target: int, found: list[str], fresh: bool = True) -> None:
         super().__init__()
         # plain attributes: an OmegaConf lookup costs microseconds, and SAC has a rollout per step
-        self.cfg = SimpleNamespace(**OmegaConf.to_container(cfg))
+        self.cfg = SimpleNamespace(**plain_dict(cfg, resolve=False))
         self.target, self.found, self.fresh = target, found, fresh
         self.updates: Any = None  # train/n_updates when last read: a value is read once
         self.first: dict[str, float] = {}  # entropy measure at the first update

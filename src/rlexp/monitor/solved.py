@@ -32,8 +32,10 @@ def stop_value(cfg: DictConfig) -> str | float | None:
     stop = cfg.callbacks.stop
     if isinstance(stop, DictConfig) and set(stop.keys()) == {"reward_threshold"}:
         stop = stop.reward_threshold
-    if stop is None or stop == "solved":
-        return stop
+    if stop is None:
+        return None
+    if stop == "solved":
+        return "solved"
     if isinstance(stop, (int, float)) and not isinstance(stop, bool) and math.isfinite(stop):
         return float(stop)
     raise ConfigError(f"callbacks.stop={stop}: expected solved, a reward (a number) or null")

@@ -22,7 +22,7 @@ def rollout_steps(model: BaseAlgorithm) -> tuple[int, str] | None:
     train_freq = getattr(model, "train_freq", None)
     unit = getattr(train_freq, "unit", None)
     if unit == TrainFrequencyUnit.STEP:  # off-policy: train_freq steps of every env between two updates
-        return train_freq.frequency * n_envs, f"algo.train_freq={train_freq.frequency} x env.n_envs={n_envs}"
+        return train_freq.frequency * n_envs, f"algo.train_freq={train_freq.frequency} x env.n_envs={n_envs}"  # type: ignore[union-attr]  # (a unit: SB3's TrainFreq)
     return None
 
 
@@ -68,7 +68,7 @@ def _below_zero(model: BaseAlgorithm, progress_remaining: float) -> list[str]:
     for name, said in (("lr_schedule", "learning-rate"), ("clip_range", "clip-range")):
         schedule = getattr(model, name, None)
         try:
-            value = float(schedule(progress_remaining)) if callable(schedule) else None
+            value = float(schedule(progress_remaining)) if callable(schedule) else None  # type: ignore[arg-type]  # (not a number: caught below)
         except Exception:  # (a schedule of the user's that takes no such progress: nothing to say)
             value = None
         if value is not None and value < 0:

@@ -216,7 +216,7 @@ class FrontDoor(Callback):
         HydraConfig.instance().set_config(config)
         try:
             parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
-            fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+            fixed = [o.input_line for o in parsed if not o.is_sweep_override() and o.input_line is not None]
             # the jobs may train elsewhere (a GPU node): whether the device is there is theirs to check
             check_static(job_config(config), dict(config.hydra.runtime.choices), fixed, here=False)
         except Exception as err:

@@ -160,7 +160,7 @@ def _train_and_evaluate(
                 final = final_evaluation(model, train_env, env, episodes, deterministic, stopper.check_evaluation)
         except StopEvaluation:
             stopper.save(int(model.num_timesteps))
-            raise stopper.interrupted() from None
+            raise stopper.interrupted() from None  # type: ignore[misc]  # (saved just above: never None)
         record.final_eval = final
         judge_final(record.diagnostics, cfg.diagnostics, model.ep_info_buffer, final, record.random_baseline)
         record.reference, record.zoo_published = run_standing(cfg, record.algo, final["mean"], int(model.num_timesteps))

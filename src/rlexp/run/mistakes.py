@@ -110,7 +110,7 @@ def _wrong_value(cause: ValidationError, override: str | None) -> str | None:
     said = override or f"{key}={'null' if value is None else value}"
     optional = node is not None and node._metadata.optional
     if isinstance(node, EnumNode):
-        choices = [member.name for member in node.enum_type]  # type: ignore[attr-defined]
+        choices = [member.name for member in node.enum_type]
         if value is None and not optional:
             return f"{said}: {key} takes one of {', '.join(choices)}, not null"
         meant = did_you_mean(str(value), choices)

@@ -75,7 +75,7 @@ def _shown(value: Any) -> str:
 def before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, stopper: StopOnSignal) -> None:
     """A new run's random baseline (what the agent must beat; a stop signal abandons it) and step budget."""
     if cfg.random_baseline.episodes:
-        with closed_at_end(one_env(cfg.env, for_eval=True)) as env:  # type: ignore[arg-type]
+        with closed_at_end(one_env(cfg.env, for_eval=True)) as env:
             stop = lambda: stopper.signum is not None  # noqa: E731
             record.random_baseline = random_baseline(env, cfg.seed, cfg.random_baseline.episodes, stop)
     start = int(model.num_timesteps) if cfg.trained_agent is not None else 0  # (learn() counts a new agent from 0)

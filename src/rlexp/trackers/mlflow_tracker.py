@@ -88,8 +88,9 @@ class MlflowTracker:
             self.client = MlflowClient(tracking_uri=uri)
             experiment = self.client.get_experiment_by_name(m.experiment)
             experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(m.experiment)
-        self.run_id = (earlier or {}).get("run_id") if (earlier or {}).get("tracking_uri") == uri else None
-        if self.run_id is not None:  # resumed: the same MLflow run goes on
+        resumed = (earlier or {}).get("run_id") if (earlier or {}).get("tracking_uri") == uri else None
+        if resumed is not None:  # resumed: the same MLflow run goes on
+            self.run_id = resumed
             self.client.update_run(self.run_id, status="RUNNING")
         else:
             from rlexp.builders.backends import algo_target

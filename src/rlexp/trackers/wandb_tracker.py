@@ -52,7 +52,7 @@ class WandbTracker:
             name=w.name or (f"{run_dir.parent.name}/{run_dir.name}" if run_dir.name.isdigit() else run_dir.name),
             id=(earlier or {}).get("id") or run_id(run_dir, start_time),
             resume="allow",
-            mode=mode,
+            mode=mode,  # type: ignore[arg-type]  # (the schema's or WANDB_MODE: wandb refuses another)
             dir=str(run_dir),
             config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
             reinit="create_new",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
+from rlexp.config.plain import plain_dict
+from rlexp.config.schema import EnvConfig
 from rlexp.errors import ConfigError
 from rlexp.vecenvs import numpy_cartpole
 
@@ -20,7 +20,7 @@ DESCRIPTIONS = {
 }
 
 
-def _numpy_refusal(env_cfg: DictConfig) -> str | None:
+def _numpy_refusal(env_cfg: EnvConfig) -> str | None:
     """Why gymnasium's NumPy CartPole cannot stand in for this env (None: it can, with the same results)."""
     if env_cfg.id not in numpy_cartpole.IDS:
         return f"gymnasium ships only {' and '.join(numpy_cartpole.IDS)} NumPy-vectorized, not {env_cfg.id}"
@@ -32,7 +32,7 @@ def _numpy_refusal(env_cfg: DictConfig) -> str | None:
     return None
 
 
-def resolved(env_cfg: DictConfig, for_eval: bool = False, render: bool = False) -> str:
+def resolved(env_cfg: EnvConfig, for_eval: bool = False, render: bool = False) -> str:
     """The backend that steps these envs. ``auto``: the NumPy CartPole where it gives the same results as
     DummyVecEnv, otherwise the lean in-process one. Eval envs run in this process (subproc's become lean:
     the same results); ``render`` (a video, an export: one gymnasium env as SB3 wraps it) is lean or dummy."""
@@ -50,15 +50,15 @@ def resolved(env_cfg: DictConfig, for_eval: bool = False, render: bool = False) 
     return kind
 
 
-def envpool_options(env_cfg: DictConfig, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def envpool_options(env_cfg: EnvConfig, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """EnvPool's task and options for this env (one-line errors for what it cannot take)."""
     from rlexp.vecenvs.envpool_env import envpool_task
 
-    wrappers: dict[str, Any] = OmegaConf.to_container(env_cfg.wrappers, resolve=True)  # type: ignore[assignment]
+    wrappers = plain_dict(env_cfg.wrappers)
     return envpool_task(env_cfg, kwargs, wrappers)
 
 
-def vec_env_note(env_cfg: DictConfig) -> str:
+def vec_env_note(env_cfg: EnvConfig) -> str:
     """The start line that says what steps the envs (and that auto chose it)."""
     kind = resolved(env_cfg)
     picked = " (env.vec_env=auto)" if str(getattr(env_cfg.vec_env, "value", env_cfg.vec_env)) == "auto" else ""

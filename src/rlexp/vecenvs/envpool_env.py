@@ -28,6 +28,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 from rlexp.cluster.cpus import job_cpus
 from rlexp.config.env_families import family_named
+from rlexp.config.schema import EnvConfig
 from rlexp.errors import ConfigError
 from rlexp.vecenvs.batched import BatchedVecEnv
 from rlexp.vecenvs.episodes import EpisodeStats
@@ -53,7 +54,7 @@ def _without_jax() -> Iterator[None]:
     if "jax" in sys.modules:
         yield
         return
-    sys.modules["jax"] = None  # type: ignore[assignment]
+    sys.modules["jax"] = None  # type: ignore[assignment]  # (None there makes an import fail: Python's way)
     try:
         yield
     finally:
@@ -72,10 +73,10 @@ def _import_envpool() -> Any:
     return envpool
 
 
-def atari_task(env_cfg: Any) -> bool:
+def atari_task(env_cfg: EnvConfig) -> bool:
     """Whether EnvPool builds the env as its Atari task: its family's preprocessing (the preset's AtariWrapper
     and frame stack) done by EnvPool (rlexp.config.env_families, ``envpool_atari``)."""
-    family = family_named(env_cfg.get("family"))
+    family = family_named(env_cfg.family)
     return family is not None and family.envpool_atari
 
 
@@ -85,7 +86,7 @@ def atari_game(env_id: str) -> str:
     return re.sub(r"(NoFrameskip|Deterministic)?-v\d+$", "", name)
 
 
-def atari_config(env_cfg: Any, wrappers: dict[str, Any]) -> dict[str, Any]:
+def atari_config(env_cfg: EnvConfig, wrappers: dict[str, Any]) -> dict[str, Any]:
     """EnvPool's Atari options for the AtariWrapper and frame stack of an env config."""
     config: dict[str, Any] = {"stack_num": env_cfg.frame_stack or 1}
     family = family_named(env_cfg.get("family"))
@@ -119,7 +120,7 @@ def _sticky(env_id: str) -> float:
         return 0.0 if env_id.endswith("-v4") else 0.25
 
 
-def envpool_task(env_cfg: Any, kwargs: dict[str, Any], wrappers: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def envpool_task(env_cfg: EnvConfig, kwargs: dict[str, Any], wrappers: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """EnvPool's task id and options for an env config; a one-line error for what EnvPool has not."""
     envpool = _import_envpool()
     atari = atari_task(env_cfg)

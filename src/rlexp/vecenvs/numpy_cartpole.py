@@ -12,7 +12,7 @@ CartPole is the only env gymnasium 1.4 ships NumPy-vectorized (its phys2d ones n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsIndex
 
 import gymnasium as gym
 import numpy as np
@@ -40,7 +40,7 @@ class NumpyCartPoleVecEnv(BatchedVecEnv):
     ) -> None:
         spec = gym.spec(env_id)
         steps = max_episode_steps or spec.max_episode_steps
-        self.env = CartPoleVectorEnv(num_envs=n_envs, max_episode_steps=steps, **kwargs)
+        self.env = CartPoleVectorEnv(num_envs=n_envs, max_episode_steps=steps, **kwargs)  # type: ignore[arg-type]  # (CartPole's specs set it)
         self.spec = spec
         self.render_mode = None
         super().__init__(n_envs, self.env.single_observation_space, self.env.single_action_space)
@@ -48,8 +48,16 @@ class NumpyCartPoleVecEnv(BatchedVecEnv):
         self.episodes = EpisodeStats(n_envs, env_id, monitor_dir, override_existing)
         self.actions = np.zeros(n_envs, dtype=np.int64)
 
-    def _reset_one(self, i: int) -> None:
-        self.env.state[:, i] = self.rngs[i].uniform(low=RESET_LOW, high=RESET_HIGH, size=(4,))
+    @property
+    def _state(self) -> np.ndarray:
+        """CartPoleVectorEnv's state, one column per env: there from its first reset (in ``reset``)."""
+        state = self.env.state
+        if state is None:
+            raise RuntimeError("the NumPy CartPole envs were stepped before their first reset")
+        return state
+
+    def _reset_one(self, i: SupportsIndex) -> None:
+        self._state[:, i] = self.rngs[i].uniform(low=RESET_LOW, high=RESET_HIGH, size=(4,))
         self.env.steps[i] = 0
 
     def reset(self) -> VecEnvObs:
@@ -63,7 +71,7 @@ class NumpyCartPoleVecEnv(BatchedVecEnv):
         self._reset_options()
         self.episodes.restart()
         self.reset_infos = [{} for _ in range(self.num_envs)]
-        return self.env.state.T.astype(np.float32, order="C")
+        return self._state.T.astype(np.float32, order="C")
 
     def step_async(self, actions: np.ndarray) -> None:
         self.actions = actions
@@ -81,7 +89,7 @@ class NumpyCartPoleVecEnv(BatchedVecEnv):
         for i in np.flatnonzero(dones):
             infos[i]["terminal_observation"] = obs[i].copy()
             self._reset_one(i)
-            obs[i] = self.env.state[:, i]
+            obs[i] = self._state[:, i]
         return obs, rewards, dones, infos
 
     def close(self) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
+from yaml.composer import ComposerError
 
 from rlexp.config.algorithms import ALGORITHMS, algorithm, by_zoo_name
 from rlexp.config.env_families import family_of
@@ -55,9 +56,7 @@ class _ZooLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.events.AliasEvent):
-            raise yaml.composer.ComposerError(
-                None, None, "an alias (*name), which RL Zoo never writes", self.peek_event().start_mark
-            )
+            raise ComposerError(None, None, "an alias (*name), which RL Zoo never writes", self.peek_event().start_mark)
         return super().compose_node(parent, index)
 
 
