@@ -89,7 +89,8 @@ def import_sbx(threads: int) -> None:
         import sbx  # noqa: F401
     except ImportError as err:
         raise ConfigError(f"backend=sbx needs the sbx extra: pip install 'rlexp[sbx]' ({err})") from None
-    if first and jax.config.jax_compilation_cache_dir is None:  # (JAX_COMPILATION_CACHE_DIR chooses another)
+    # (unless JAX_COMPILATION_CACHE_DIR chose another)
+    if first and jax.config.jax_compilation_cache_dir is None:  # type: ignore[attr-defined]  # (jax's stubs lack its config flags)
         jax.config.update("jax_compilation_cache_dir", str(jax_cache_dir()))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # small programs are most of them
         jax.config.update("jax_compilation_cache_max_size", JAX_CACHE_BYTES)  # the least recently used go

@@ -34,7 +34,7 @@ def _keys_typed(test: typing.Callable[[Any], bool]) -> set[str]:
         for name, tp in typing.get_type_hints(schema).items():
             if test(tp):
                 keys.add(prefix + name)
-            elif dataclasses.is_dataclass(tp):
+            elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
                 walk(tp, f"{prefix}{name}.")
 
     walk(ExperimentConfig, "")

@@ -69,7 +69,7 @@ def field_range(schema: type, name: str) -> Range | None:
     for cls in schema.__mro__:
         declared = getattr(cls, "__dataclass_fields__", {}).get(name)
         if declared is not None and "range" in declared.metadata:
-            return declared.metadata["range"]  # type: ignore[no-any-return]
+            return declared.metadata["range"]
     return None
 
 
@@ -492,5 +492,6 @@ def env_name(preset: str | None, env_id: str) -> str:
 def schema_fields(name: str) -> list[str]:
     """The keys of the schema class called ``name`` (as OmegaConf names it in "Key 'x' not in 'EvalConfig'")."""
     schema = globals().get(name)
-    is_schema = isinstance(schema, type) and dataclasses.is_dataclass(schema) and schema.__module__ == __name__
-    return [f.name for f in dataclasses.fields(schema)] if is_schema else []
+    if isinstance(schema, type) and dataclasses.is_dataclass(schema) and schema.__module__ == __name__:
+        return [f.name for f in dataclasses.fields(schema)]
+    return []

@@ -22,7 +22,7 @@ def _short(label: str) -> str:
     return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 3] + "..."
 
 
-def _colors(groups: list[str]) -> dict[str, str]:
+def _colors(groups: Sequence[str]) -> dict[str, str]:
     return {g: f"C{i % 10}" for i, g in enumerate(groups)}
 
 

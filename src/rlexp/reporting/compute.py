@@ -368,7 +368,8 @@ def _normalization(s: Settings, envs: list[str], randoms: dict[str, float | None
         target = s.target(env)
         if target is None:
             continue
-        random = randoms[env] if randoms[env] is not None else 0.0
+        known = randoms[env]
+        random = known if known is not None else 0.0
         if target == random:
             raise ConfigError(
                 f"--target {target:g} for {env}: equal to its random-policy return; no scale to normalize by"

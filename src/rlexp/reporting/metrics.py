@@ -106,13 +106,14 @@ def score_runs(runs: list[Run], metric: Metric, grids: dict[str, Grid | None]) -
         elif run.eval_steps.size == 0:
             run.left_out = f"no periodic evaluation (--metric {metric.name} needs them)"
         elif metric.name == "at":
-            if not run.eval_steps[0] <= metric.step <= run.eval_steps[-1]:
+            step = metric.step
+            assert step is not None, "parse_metric gives at: its step"
+            if not run.eval_steps[0] <= step <= run.eval_steps[-1]:
                 run.left_out = (
-                    f"evaluated from step {run.eval_steps[0]:,.0f} to {run.eval_steps[-1]:,.0f}, "
-                    f"not at {metric.step:,.0f}"
+                    f"evaluated from step {run.eval_steps[0]:,.0f} to {run.eval_steps[-1]:,.0f}, not at {step:,.0f}"
                 )
             else:
-                run.score = float(np.interp(metric.step, run.eval_steps, run.eval_means))
+                run.score = float(np.interp(step, run.eval_steps, run.eval_means))
         elif grid is None:
             run.left_out = f"the evaluations of {run.env}'s runs span no common steps"
         elif metric.name == "curve":

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 import yaml
-from omegaconf import OmegaConf
 
 from rlexp.config.algorithms import algo_defaults
+from rlexp.config.plain import plain_dict
 from rlexp.errors import ConfigError, collapsed
 from rlexp.rundir.contract import (
     COMMAND_FILE,
@@ -177,7 +177,7 @@ def read_run(run_dir: Path) -> Run:
     try:
         zoo = find_zoo_run(run_dir) if not (run_dir / SUMMARY_FILE).is_file() else None
         if zoo is not None:  # an RL Zoo log folder, read as a run (rlexp.zoo.runs)
-            record, config = zoo_summary(zoo), OmegaConf.to_container(zoo_config(zoo), enum_to_str=True)
+            record, config = zoo_summary(zoo), plain_dict(zoo_config(zoo), resolve=False, enum_to_str=True)
         else:
             record, config = read_record(run_dir), read_config_dict(run_dir)
         if record is None:

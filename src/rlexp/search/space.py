@@ -10,10 +10,18 @@ from decimal import Decimal
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, Override, RangeSweep
+from hydra.core.override_parser.types import (
+    ChoiceSweep,
+    IntervalSweep,
+    Override,
+    ParsedElementType,
+    QuotedString,
+    RangeSweep,
+)
 from omegaconf import DictConfig, OmegaConf
 from optuna.distributions import (
     BaseDistribution,
+    CategoricalChoiceType,
     CategoricalDistribution,
     FloatDistribution,
     IntDistribution,
@@ -30,28 +38,38 @@ def _literal(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def _choice(value: ParsedElementType) -> CategoricalChoiceType:
+    """Optuna's choices must be scalars: lists/dicts (e.g. net_arch) travel as compact literals."""
+    if isinstance(value, (list, dict)):
+        return _literal(value)
+    assert not isinstance(value, QuotedString), "Hydra unquotes choice() arguments before the sweep holds them"
+    return value
+
+
 def _distribution(override: Override) -> BaseDistribution:
     key, value = override.key_or_group, override.value()
     if isinstance(value, ChoiceSweep):
         if not value.list:
             raise ConfigError(f"hydra.sweeper.params.{key}: choice() is empty")
-        # Optuna's choices must be scalars: lists/dicts (e.g. net_arch) travel as compact literals
-        return CategoricalDistribution([_literal(v) if isinstance(v, (list, dict)) else v for v in value.list])
+        return CategoricalDistribution([_choice(v) for v in value.list])
     if isinstance(value, RangeSweep):
-        written = override.input_line.split("=", 1)[1]
-        if all(isinstance(x, int) for x in (value.start, value.stop, value.step)):
-            values = list(range(value.start, value.stop, value.step))  # Python's range: stop excluded
+        written = override.get_value_string()
+        first, stop, step = value.start, value.stop, value.step
+        assert first is not None and stop is not None, "Hydra's range() always has a start and a stop"
+        if isinstance(first, int) and isinstance(stop, int) and isinstance(step, int):
+            values = list(range(first, stop, step))  # Python's range: stop excluded
             if not values:
                 raise ConfigError(f"hydra.sweeper.params.{key}: {written} is empty")
-            return IntDistribution(values[0], values[-1], step=value.step)
+            return IntDistribution(values[0], values[-1], step=step)
         # floats: the values Hydra's range lists, counted in decimal (0.9 + 3 x 0.01 is 0.93, not 0.930...01)
-        start, stop, step = (Decimal(str(x)) for x in (value.start, value.stop, value.step))
-        count = math.ceil((stop - start) / step) if step > 0 else 0
+        start, end, by = (Decimal(str(x)) for x in (first, stop, step))
+        count = math.ceil((end - start) / by) if by > 0 else 0
         if count <= 0:
             raise ConfigError(f"hydra.sweeper.params.{key}: {written} is empty")
-        return FloatDistribution(float(start), float(start + (count - 1) * step), step=float(step))
+        return FloatDistribution(float(start), float(start + (count - 1) * by), step=float(by))
     if isinstance(value, IntervalSweep):
         low, high = value.start, value.end
+        assert low is not None and high is not None, "Hydra's interval() always has both ends"
         if not low < high:
             raise ConfigError(f"hydra.sweeper.params.{key}: interval({low}, {high}) is empty or reversed")
         log = "log" in value.tags
@@ -60,16 +78,17 @@ def _distribution(override: Override) -> BaseDistribution:
         if "int" in value.tags or (isinstance(low, int) and isinstance(high, int)):
             return IntDistribution(int(low), int(high), log=log)
         return FloatDistribution(float(low), float(high), log=log)
-    # a single value: the parameter is fixed for every trial
-    return CategoricalDistribution([value])
+    # a single value: the parameter is fixed for every trial (a list/dict value is held as it is)
+    return CategoricalDistribution([value])  # type: ignore[arg-type]  # (Optuna's types want scalars; it takes a list)
 
 
 def described(distribution: BaseDistribution) -> str:
     """A distribution as the command line writes it: ``choice(32, 64)``, ``tag(log, interval(1e-05, 0.01))``."""
     if isinstance(distribution, CategoricalDistribution):
         return f"choice({', '.join(map(str, distribution.choices))})"
-    step = getattr(distribution, "step", None)
-    if isinstance(distribution, IntDistribution) and step not in (None, 1):
+    assert isinstance(distribution, (IntDistribution, FloatDistribution)), f"no sweep syntax for {distribution!r}"
+    if isinstance(distribution, IntDistribution) and distribution.step != 1:
+        step = distribution.step
         return f"range({distribution.low}, {distribution.high + step}, {step})"
     interval = f"interval({distribution.low}, {distribution.high})"
     return f"tag(log, {interval})" if distribution.log else interval

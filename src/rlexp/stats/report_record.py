@@ -252,7 +252,8 @@ class RunRow:
 
     @classmethod
     def from_json(cls, r: Mapping[str, Any]) -> RunRow:
-        return cls(**{name: r.get(name) for name in _RUN_FIELDS})
+        fields: dict[str, Any] = {name: r.get(name) for name in _RUN_FIELDS}  # (None where an older record lacks it)
+        return cls(**fields)
 
 
 _RUN_FIELDS = tuple(RunRow.__dataclass_fields__)

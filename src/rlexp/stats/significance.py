@@ -21,7 +21,7 @@ def welch_p(x: np.ndarray, y: np.ndarray) -> float | None:
         return None
     with warnings.catch_warnings():  # scipy's "precision loss" when one group is constant (CartPole's 500s)
         warnings.simplefilter("ignore", RuntimeWarning)
-        p = stats.ttest_ind(x, y, equal_var=False).pvalue
+        p = stats.ttest_ind(x, y, equal_var=False).pvalue  # type: ignore[attr-defined]  # (scipy makes TtestResult's fields at run time)
     return float(p) if np.isfinite(p) else None
 
 

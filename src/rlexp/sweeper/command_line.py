@@ -27,8 +27,10 @@ def sweep_overrides(arguments: list[str], seed: int) -> tuple[list[str], list[st
                 f"{override.input_line}: a search seeds trial k with hydra.sweeper.seed + k*seeds_per_trial; "
                 f"give hydra.sweeper.seed instead (now {seed})"
             )
-    sweeps = [o.input_line for o in parsed if o.is_sweep_override()]
-    return sweeps, [o.input_line for o in parsed if not o.is_sweep_override()]
+    # (Hydra types input_line optional; it is the argument it parsed, so the arguments are kept instead)
+    lines = list(zip(arguments, parsed, strict=True))
+    sweeps = [line for line, o in lines if o.is_sweep_override()]
+    return sweeps, [line for line, o in lines if not o.is_sweep_override()]
 
 
 def hide_password(config: DictConfig, url: str) -> None:

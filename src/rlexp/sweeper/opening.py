@@ -55,6 +55,7 @@ def open_study(
         Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
     storage = open_storage(url)
     name, direction = settings.study_name, settings.direction
+    assert direction in ("minimize", "maximize"), "SweepSettings.check refuses any other direction"
     existing = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
     if name in existing and (made := existing[name].direction.name.lower()) != direction:
         raise ConfigError(
@@ -79,6 +80,7 @@ def open_study(
     elif recorded == words:
         changes = []
     else:  # a study of an earlier release, typed otherwise: the config its words compose
+        assert recorded is not None, "a study with neither record returned above"
         before = _composed(recorded, compose)
         changes = search_changes(recorded, words) if before is None else before.changes(now)
     if changes:

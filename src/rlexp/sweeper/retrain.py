@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import optuna
 import yaml
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from rlexp.files.atomic import atomic_write_text
 from rlexp.sweeper.launching import Jobs
@@ -19,6 +19,12 @@ from rlexp.sweeper.settings import SweepSettings
 from rlexp.sweeper.trial_runs import run_overrides
 
 log = logging.getLogger(__name__)
+
+
+def _value(trial: FrozenTrial) -> float:
+    """A complete trial's objective (Optuna types it optional for the trials still running)."""
+    assert trial.value is not None, f"trial {trial.number} is complete, so it has a value"
+    return trial.value
 
 
 def retrain_top_trials(
@@ -30,7 +36,7 @@ def retrain_top_trials(
     if not complete:
         return None
     reverse = settings.direction == "maximize"
-    top = sorted(complete, key=lambda t: t.value, reverse=reverse)[: settings.retrain_top_k]
+    top = sorted(complete, key=_value, reverse=reverse)[: settings.retrain_top_k]
     seeds = [settings.seed + 1_000_000 + i for i in range(settings.retrain_seeds)]  # never a search trial's seed
     runs = [
         (trial, run_overrides(trial.params, fixed, n_timesteps, seed, f"retrain/trial_{trial.number:04d}_seed_{seed}"))
@@ -41,8 +47,8 @@ def retrain_top_trials(
     for start in range(0, len(runs), settings.n_jobs):
         chunk = runs[start : start + settings.n_jobs]
         for (trial, _), outcome in zip(chunk, jobs.run([overrides for _, overrides in chunk]), strict=True):
-            ok = outcome.completed and outcome.value is not None
-            values[trial.number].append(float(outcome.value) if ok else float("nan"))
+            value = outcome.value if outcome.completed else None
+            values[trial.number].append(float("nan") if value is None else float(value))
     means = {n: float(np.mean(v)) for n, v in values.items()}
     finite = {n: m for n, m in means.items() if math.isfinite(m)}
     winner = (max if reverse else min)(finite, key=finite.__getitem__) if finite else None
@@ -61,5 +67,10 @@ def retrain_top_trials(
         ],
     }
     atomic_write_text(sweep_dir / "retrain.yaml", yaml.safe_dump(report, sort_keys=False))
-    log.info("robust selection over %d seeds: trial %s wins with mean %s", len(seeds), winner, means.get(winner))
+    log.info(
+        "robust selection over %d seeds: trial %s wins with mean %s",
+        len(seeds),
+        winner,
+        None if winner is None else means[winner],
+    )
     return winner

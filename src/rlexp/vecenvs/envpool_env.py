@@ -89,7 +89,7 @@ def atari_game(env_id: str) -> str:
 def atari_config(env_cfg: EnvConfig, wrappers: dict[str, Any]) -> dict[str, Any]:
     """EnvPool's Atari options for the AtariWrapper and frame stack of an env config."""
     config: dict[str, Any] = {"stack_num": env_cfg.frame_stack or 1}
-    family = family_named(env_cfg.get("family"))
+    family = family_named(env_cfg.family)
     preprocessing = set(family.wrappers.values()) if family is not None else set()  # (Atari's: AtariWrapper)
     for name, spec in wrappers.items():
         if spec.get("_target_") not in preprocessing:
