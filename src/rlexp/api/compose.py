@@ -7,8 +7,9 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from rlexp.config.plain import plain_dict
 from rlexp.errors import ConfigError
 from rlexp.run.compose import command_overrides, hydra_session
 
@@ -71,7 +72,7 @@ def changes(before: DictConfig, after: DictConfig) -> list[str]:
 
 
 def _plain(cfg: DictConfig) -> dict[str, Any]:
-    return OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)  # type: ignore[return-value]
+    return plain_dict(cfg, resolve=False, enum_to_str=True)
 
 
 def _changed(before: dict[str, Any], after: dict[str, Any], prefix: str) -> list[str]:

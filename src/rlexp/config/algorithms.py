@@ -18,6 +18,7 @@ from typing import Any
 
 from omegaconf import MISSING, OmegaConf
 
+from rlexp.config.plain import plain_dict
 from rlexp.config.schema import (
     A2CConfig,
     AlgoConfig,
@@ -72,8 +73,8 @@ class Algorithm:
 
     def defaults(self) -> dict[str, Any]:
         """Its keys with their schema defaults, as plain data (a key without a default left out)."""
-        values = OmegaConf.to_container(OmegaConf.structured(self.schema), throw_on_missing=False)
-        return {str(k): v for k, v in values.items() if v != MISSING}  # type: ignore[union-attr]
+        values = plain_dict(OmegaConf.structured(self.schema), resolve=False)
+        return {k: v for k, v in values.items() if v != MISSING}
 
 
 # (in this order everywhere they are listed: rlexp --help, the docs' tables)

@@ -118,7 +118,7 @@ class RecurrentPPOConfig(PPOConfig):
     _target_: str = "sb3_contrib.RecurrentPPO"
     policy: str = "MlpLstmPolicy"
     n_steps: int = 128
-    batch_size: Optional[int] = 128  # type: ignore[assignment]
+    batch_size: Optional[int] = 128  # type: ignore[assignment]  # (the base class's int, here also null)
 
 
 @dataclass
@@ -198,7 +198,7 @@ class QRDQNConfig(DQNConfig):
     learning_rate: float = 5e-05
     exploration_fraction: float = 0.005
     exploration_final_eps: float = 0.01
-    max_grad_norm: Optional[float] = None  # type: ignore[assignment]
+    max_grad_norm: Optional[float] = None  # type: ignore[assignment]  # (the base class's float, here also null)
 
 
 @dataclass

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from rlexp.config.plain import plain_dict
 from rlexp.errors import ConfigError
 from rlexp.lifecycle.lock import abandoned, is_free
 from rlexp.lifecycle.resume import ResumePoint, resume_point, set_aside
@@ -154,14 +155,13 @@ NOT_COMPARED = ("logger", "curves", "diagnostics", "env.reward_threshold")
 
 def config_difference(cfg: DictConfig, run_dir: Path) -> str:
     """The first key where ``cfg`` differs from the config of the run in ``run_dir`` ('' if none)."""
-    old = OmegaConf.to_container(read_config(run_dir), resolve=True)
-    new = OmegaConf.to_container(cfg, resolve=True)
+    old, new = plain_dict(read_config(run_dir)), plain_dict(cfg)
     for key in NOT_COMPARED:
         *parents, last = key.split(".")
         for config in (old, new):
             for parent in parents:
-                config = config.get(parent) or {}  # type: ignore[union-attr,assignment]
-            config.pop(last, None)  # type: ignore[union-attr]
+                config = config.get(parent) or {}
+            config.pop(last, None)
     return "" if old == new else _first_difference(old, new) or "?"
 
 

@@ -123,7 +123,7 @@ class Run:
         algo = self.config.get("algo")
         target = algo.get("_target_") if isinstance(algo, dict) else None
         defaults = _algo_defaults(target) if isinstance(target, str) else {}
-        missing = {key: value for key, value in defaults.items() if key not in algo}  # type: ignore[operator]
+        missing = {key: value for key, value in defaults.items() if isinstance(algo, dict) and key not in algo}
         return {**ADDED_KEYS, **flatten({"algo": missing} if missing else {}), **flatten(self.config)}
 
     @property

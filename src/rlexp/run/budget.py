@@ -39,7 +39,7 @@ def budget_note(model: BaseAlgorithm, n_timesteps: int, trained: int) -> tuple[s
     rollout = rollout_steps(model)
     if rollout is None:  # (whole episodes: how far past n_timesteps is not known before they end)
         if getattr(getattr(model, "train_freq", None), "unit", None) == TrainFrequencyUnit.EPISODE:
-            kind = f"algo.train_freq={model.train_freq.frequency} episode"  # type: ignore[attr-defined]
+            kind = f"algo.train_freq={model.train_freq.frequency} episode"  # type: ignore[attr-defined]  # (an off-policy model's, by the test above)
         elif hasattr(model, "n_delta"):
             kind = "ARS evaluates each candidate over whole episodes"
         else:

@@ -156,9 +156,13 @@ def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictCo
         saved = read_config_dict(run_dir)
         algo = saved.get("algo")
         defaults = algo_defaults(algo.get("_target_")) if isinstance(algo, dict) else None
-        if defaults:  # (the keys the run saved as saved, in their order; those it lacks after them)
-            saved["algo"] = {**algo, **{k: v for k, v in defaults.items() if k not in algo}}  # type: ignore[union-attr]
-        return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), saved)  # type: ignore[return-value]
+        if defaults and isinstance(
+            algo, dict
+        ):  # (the keys the run saved as saved, in their order; those it lacks after them)
+            saved["algo"] = {**algo, **{k: v for k, v in defaults.items() if k not in algo}}
+        merged = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), saved)
+        assert isinstance(merged, DictConfig)  # (a mapping merged into a structured mapping)
+        return merged
     except Exception as err:  # unreadable, not YAML, or not a run's config (a schema error)
         raise ConfigError(f"{path}: unreadable ({collapsed(err)[:300]}); {remedy}") from None
 

@@ -13,11 +13,12 @@ from typing import Any
 import optuna
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
 from rlexp.config.hydra_versions import instantiate
+from rlexp.config.plain import plain_dict
 from rlexp.errors import ConfigError
 from rlexp.lifecycle.lock import is_free
 from rlexp.rundir.contract import SEED_DIR_PREFIX
@@ -112,9 +113,9 @@ class SearchConfig:
     def of(cls, config: DictConfig, space: dict[str, str], fixed: list[str]) -> SearchConfig:
         """From the sweep's composed config, the searched keys' distributions (``searched``) and its command's
         fixed overrides. Interpolations stay as written: a key that follows a searched one is no change."""
-        tree = OmegaConf.to_container(config, resolve=False, enum_to_str=True)
+        tree = plain_dict(config, resolve=False, enum_to_str=True)
         found: dict[str, Any] = {}
-        for key, value in _dotted(tree).items():  # type: ignore[arg-type]
+        for key, value in _dotted(tree).items():
             group = next((name for name in space if key == name or key.startswith(f"{name}.")), None)
             if group is not None:  # (a searched group's keys: its choices, where they were)
                 found.setdefault(group, space[group])

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from stable_baselines3.common.logger import KVWriter
 
+from rlexp.config.plain import plain_dict
 from rlexp.rundir.contract import COMPLETED, MODEL_FILE, VECNORMALIZE_FILE
 from rlexp.rundir.record import RunRecord
 from rlexp.trackers.writer import scalars
@@ -54,7 +55,7 @@ class WandbTracker:
             resume="allow",
             mode=mode,  # type: ignore[arg-type]  # (the schema's or WANDB_MODE: wandb refuses another)
             dir=str(run_dir),
-            config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+            config=plain_dict(cfg),
             reinit="create_new",
             settings=wandb.Settings(console="off", x_disable_stats=True),
         )

@@ -62,7 +62,7 @@ def _python(node: ast.AST) -> Any:
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_python(e) for e in node.elts]
     if isinstance(node, ast.Dict):
-        return {_python(k): _python(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+        return {_python(k): _python(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]  # (a key None is a **spread, which the zoo's YAML never holds)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
         return {kw.arg: _python(kw.value) for kw in node.keywords}
     if isinstance(node, ast.Name) and node.id in NAMES:

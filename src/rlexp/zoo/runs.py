@@ -32,6 +32,7 @@ from yaml.composer import ComposerError
 from rlexp.config.algorithms import ALGORITHMS, algorithm, by_zoo_name
 from rlexp.config.env_families import family_of
 from rlexp.config.env_routing import preset_wrappers
+from rlexp.config.plain import plain_dict
 from rlexp.errors import ConfigError, collapsed
 from rlexp.lifecycle.state import unfinished
 from rlexp.rundir import agents as rlexp_agents
@@ -155,7 +156,7 @@ def read_zoo_yaml(path: Path) -> dict[str, Any]:
 def _algo_defaults(algo: str) -> dict[str, Any]:
     """rlexp's config of ``algo`` (its schema: its class and SB3's defaults, which are the zoo's for every key
     its entry leaves out)."""
-    return OmegaConf.to_container(OmegaConf.structured(algorithm(algo).schema))  # type: ignore[return-value]
+    return plain_dict(OmegaConf.structured(algorithm(algo).schema))
 
 
 def zoo_config_dict(run: ZooRun) -> dict[str, Any]:
@@ -250,11 +251,13 @@ def zoo_config(run: ZooRun, raw: dict[str, Any] | None = None) -> DictConfig:
 
     raw = zoo_config_dict(run) if raw is None else raw
     try:
-        return OmegaConf.merge(OmegaConf.structured(ExperimentConfig), raw)  # type: ignore[return-value]
+        merged = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), raw)
     except Exception as err:  # a value of the wrong type for rlexp's schema
         raise ConfigError(
             f"{run.files_dir / CONFIG_FILE}: not readable as an rlexp config ({collapsed(err)[:200]})"
         ) from None
+    assert isinstance(merged, DictConfig)  # (a mapping merged into a structured mapping)
+    return merged
 
 
 # what a zoo run's record holds (the rest of summary.json is rlexp's own: provenance, threads, checksums...)
