@@ -73,7 +73,7 @@ def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path,
     if args.quantize and "onnx" not in formats:
         raise ConfigError(f"--quantize {args.quantize} quantizes the ONNX file: use --format onnx or all")
     from rlexp.files.atomic import check_replaceable
-    from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
+    from rlexp.zoo.saved_agents import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
     agent = open_agent(args.run, args.agent, args.trust)
     from rlexp.builders.backends import is_sbx
