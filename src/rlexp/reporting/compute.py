@@ -15,7 +15,7 @@ import numpy as np
 
 from rlexp.errors import ConfigError
 from rlexp.reporting.metrics import Grid, Metric, on_grid, why_no_grid
-from rlexp.reporting.runs import Run, differing_keys
+from rlexp.reporting.report_runs import Run, differing_keys
 from rlexp.stats import bootstrap, significance
 from rlexp.stats.aggregates import IQM, PROBABILITY_OF_IMPROVEMENT, Scores, reported
 from rlexp.stats.report_record import (

@@ -9,7 +9,7 @@ import numpy as np
 from scipy.integrate import trapezoid
 
 from rlexp.errors import ConfigError
-from rlexp.reporting.runs import Run
+from rlexp.reporting.report_runs import Run
 
 METRICS = {
     "final": "the final evaluation's mean return (summary.json final_eval)",
@@ -98,7 +98,7 @@ def score_runs(runs: list[Run], metric: Metric, grids: dict[str, Grid | None]) -
             continue
         grid = grids.get(run.env)
         if metric.name == "final":
-            run.score = run.record.final_score  # (a number: rlexp.reporting.runs checked it)
+            run.score = run.record.final_score  # (a number: rlexp.reporting.report_runs checked it)
         elif metric.name == "best":
             run.score = run.record.best_score
             if run.score is None:

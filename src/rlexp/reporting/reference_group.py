@@ -13,7 +13,7 @@ from rlexp.errors import ConfigError
 from rlexp.references.files import MIN_SEEDS, Reference, load_reference, reference_path
 from rlexp.references.zoo_benchmark import beside_reference
 from rlexp.reporting.metrics import Metric
-from rlexp.reporting.runs import Run
+from rlexp.reporting.report_runs import Run
 from rlexp.rundir.contract import COMPLETED
 from rlexp.rundir.record import RunRecord
 

@@ -10,7 +10,7 @@ from rlexp.errors import ConfigError
 from rlexp.files.atomic import check_replaceable, replaced_dir
 from rlexp.reporting.compute import Settings, compute
 from rlexp.reporting.metrics import Grid, Metric, common_grid, score_runs
-from rlexp.reporting.runs import Run, assign_groups, read_run, runs_in
+from rlexp.reporting.report_runs import Run, assign_groups, read_run, runs_in
 from rlexp.stats.aggregates import IQM, Scores
 from rlexp.stats.report_record import GroupRow, ReportRecord
 
@@ -69,7 +69,7 @@ def write_report(
     """Computes the report of collected runs and writes it into ``out``; returns its record (report.json).
 
     Written whole in a new hidden sibling dir, then swapped in (rlexp.files.atomic.replaced_dir)."""
-    from rlexp.figures.report import draw_all
+    from rlexp.figures.report_figures import draw_all
     from rlexp.reporting.write import write_all
 
     out = check_replaceable(out, inputs, "report.json")
