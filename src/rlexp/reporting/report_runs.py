@@ -107,7 +107,7 @@ def _grouped(key: str) -> bool:
 
 
 @dataclass
-class Run:
+class ReportRun:
     """One run dir as the report sees it; ``left_out`` says why it is not used (None: used)."""
 
     dir: Path
@@ -174,7 +174,7 @@ def damaged(left_out: str | None) -> bool:
     return left_out is not None and left_out.startswith(("unreadable ", f"{EVALUATIONS_FILE} unreadable"))
 
 
-def read_run(run_dir: Path) -> Run:
+def read_run(run_dir: Path) -> ReportRun:
     """A run dir with what the report needs; an unreadable or unfinished one comes back left out."""
     try:
         zoo = what_is(run_dir).zoo
@@ -186,10 +186,10 @@ def read_run(run_dir: Path) -> Run:
             raise FileNotFoundError(run_dir / SUMMARY_FILE)
     except (OSError, ValueError, ConfigError, yaml.YAMLError) as err:
         kind = "unreadable" if isinstance(err, ConfigError) else type(err).__name__
-        return Run(
+        return ReportRun(
             run_dir, RunRecord(status="unreadable"), {}, left_out=f"unreadable {SUMMARY_FILE} or {CONFIG_FILE} ({kind})"
         )
-    run = Run(run_dir, record, config, left_out=_status_problem(record, run_dir))
+    run = ReportRun(run_dir, record, config, left_out=_status_problem(record, run_dir))
     if run.left_out is None:
         try:
             evaluations = read_evaluations(run_dir)
@@ -202,7 +202,7 @@ def read_run(run_dir: Path) -> Run:
     return run
 
 
-def _value(run: Run, flat: dict[str, Any], key: str) -> str:
+def _value(run: ReportRun, flat: dict[str, Any], key: str) -> str:
     if key == "algo":
         return run.algo
     if key in flat:
@@ -214,7 +214,7 @@ def _value(run: Run, flat: dict[str, Any], key: str) -> str:
 LONG_NAME = 80  # characters of a group's name past which it names only where its runs depart from the usual
 
 
-def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
+def assign_groups(runs: list[ReportRun], keys: list[str] | None = None) -> None:
     """Names each used run's group. Given ``keys``: their values (``algo`` is the algorithm's config
     choice). By default, the composed config minus the seed and NOT_GROUPED: runs of one env whose
     configs differ anywhere else are different groups, named by the algorithm when algorithms differ
@@ -267,7 +267,7 @@ def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
         run.group = " ".join(parts) or run.algo
 
 
-def differing_keys(runs: list[Run]) -> list[str]:
+def differing_keys(runs: list[ReportRun]) -> list[str]:
     """The config keys (but the seed and NOT_GROUPED) whose values are not the same in every run."""
     flats = [r.flat for r in runs]
     every = set().union(*(f.keys() for f in flats)) if flats else set()
