@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=50_000)
     args = parser.parse_args()
     from rlexp.reporting.compute import Settings
-    from rlexp.reporting.make import collect, write_report
+    from rlexp.reporting.make_report import collect, write_report
     from rlexp.reporting.metrics import parse_metric
     from rlexp.stats import bootstrap
     from rlexp.stats.aggregates import IQM, MEAN

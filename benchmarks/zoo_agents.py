@@ -2,7 +2,7 @@
 (the zoo's agents, the files of the sb3 organisation's Hugging Face models; MIT licence) against the zoo's
 ``benchmark.md`` (rlexp.data/zoo_benchmark.csv).
 
-For each ``<algo>/<EnvId>_<n>/`` it opens the agent as ``rlexp evaluate`` does (rlexp.zoo.runs.open_agent: gym's
+For each ``<algo>/<EnvId>_<n>/`` it opens the agent as ``rlexp evaluate`` does (rlexp.zoo.saved_agents.open_agent: gym's
 spaces read as gymnasium's, schedules rebuilt from config.yml, a moved env id played as the env that replaces
 it), plays ``--episodes`` episodes from ``--seed`` as ``rlexp evaluate FOLDER --seed S --episodes N`` does, and
 writes a row: the env played (id and kwargs), the mean with its 95% bootstrap CI, the zoo's published mean and
@@ -86,7 +86,7 @@ def score(folder: Path, episodes: int, seed: int) -> dict[str, Any]:
     from rlexp.errors import ConfigError
     from rlexp.references.zoo_benchmark import published
     from rlexp.stats.scores import summarize
-    from rlexp.zoo.runs import open_agent
+    from rlexp.zoo.saved_agents import open_agent
 
     algo, zoo_env = folder.parent.name, folder.name.rsplit("_", 1)[0]
     row: dict[str, Any] = {"folder": f"{algo}/{folder.name}", "algo": algo, "zoo_env": zoo_env}

@@ -167,6 +167,27 @@ def test_no_module_or_folder_is_named_as_tools_name_output():
     assert named == [], f"named as tools name output: {named}"
 
 
+def test_no_two_modules_share_a_name():
+    """Modules are named for what they hold: two ``runs.py`` or two ``record.py`` make a reader open both to
+    find the one they want (``__init__.py`` aside)."""
+    paths = [p for root in (SRC, SRC.parent / "hydra_plugins") for p in root.rglob("*.py") if p.name != "__init__.py"]
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        by_name.setdefault(path.name, []).append(str(path.relative_to(SRC.parent)))
+    assert {name: where for name, where in by_name.items() if len(where) > 1} == {}
+
+
+def test_what_a_path_is_is_decided_in_one_place():
+    """Whether a path is an rlexp run, a search trial, an RL Zoo log folder or a model zip is decided by
+    rlexp.zoo.path_kinds.what_is alone: no other module asks the zoo's finder."""
+    callers = sorted(
+        str(path.relative_to(SRC.parent))
+        for path in SRC.rglob("*.py")
+        if "find_zoo_run(" in path.read_text() and path.name not in ("path_kinds.py", "log_folders.py")
+    )
+    assert callers == []
+
+
 def test_hydra_instantiates_through_its_execution_whitelist_only():
     """Every instantiate of rlexp names what it allows Hydra to call (rlexp.config.hydra_versions): a bare
     hydra.utils.instantiate warns on Hydra 1.4 and would build what a run dir's config computes."""
@@ -215,7 +236,7 @@ def test_private_names_of_hydra_and_optuna_are_read_in_their_adapters_only():
 
 def test_the_plugins_are_hydras_glue_over_rlexp():
     """rlexp's Hydra plugins import rlexp, and rlexp imports them only to register them with Hydra
-    (rlexp.run.compose.register_hydra); the sweeper's plugin is a Sweeper subclass whose methods hand over
+    (rlexp.run.hydra_session.register_hydra); the sweeper's plugin is a Sweeper subclass whose methods hand over
     to rlexp.sweeper, the search loop, which the layers contract checks."""
     importers = {
         str(path.relative_to(SRC.parent))
@@ -227,7 +248,7 @@ def test_the_plugins_are_hydras_glue_over_rlexp():
             for name in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names])
         )
     }
-    assert importers == {"rlexp/run/compose.py"}
+    assert importers == {"rlexp/run/hydra_session.py"}
     plugin = ast.parse((SRC.parent / "hydra_plugins" / "rlexp_optuna_sweeper" / "sweeper.py").read_text())
     defined = [node for node in plugin.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
     assert [node.name for node in defined] == ["OptunaSweeper"]

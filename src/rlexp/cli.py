@@ -26,7 +26,7 @@ from rlexp.config import hydra_versions
 from rlexp.config.overrides import as_override
 from rlexp.errors import Diverged, Interrupted, Refused, collapsed
 from rlexp.process_exit import exit_without_teardown, stopped_by_ctrl_c
-from rlexp.run.compose import command_overrides, register_hydra
+from rlexp.run.hydra_session import command_overrides, register_hydra
 from rlexp.zoo.flags import zoo_line
 
 register_hydra()

@@ -401,7 +401,7 @@ def test_a_multirun_whose_jobs_all_fail_says_only_why(tmp_path):
 
 @pytest.mark.unit
 def test_a_group_of_one_seed_run_again_is_not_called_seeds():
-    from rlexp.reporting.make import over_runs
+    from rlexp.reporting.make_report import over_runs
     from rlexp.stats.report_record import ALL_ENVS, GroupRow
 
     def row(n: int, seeds: tuple[int, ...] | None) -> GroupRow:

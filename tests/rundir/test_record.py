@@ -11,7 +11,7 @@ import pytest
 
 from rlexp.errors import Interrupted
 from rlexp.run.budget import true_steps
-from rlexp.run.record import run_end_lines
+from rlexp.run.end_lines import run_end_lines
 from rlexp.rundir.record import ABSENT, RunRecord, failure_status, read_record
 
 pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)

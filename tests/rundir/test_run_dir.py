@@ -501,7 +501,7 @@ def test_a_run_of_an_older_rlexp_without_the_keys_added_since_is_the_same_run(tm
 
 @pytest.mark.slow
 def test_latest_points_to_the_newest_run_and_is_never_a_run_of_its_own(tmp_path):
-    from rlexp.reporting.runs import runs_in
+    from rlexp.reporting.report_runs import runs_in
 
     for _ in range(2):
         assert rlexp_cli(FAST, cwd=tmp_path).returncode == 0

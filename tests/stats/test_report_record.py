@@ -19,7 +19,7 @@ pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m u
 def report(tmp_path_factory):
     """A report of two groups on two envs with targets: every table of report.json has rows."""
     from rlexp.reporting.compute import Settings, compute
-    from rlexp.reporting.make import collect
+    from rlexp.reporting.make_report import collect
     from rlexp.reporting.metrics import parse_metric
 
     root = tmp_path_factory.mktemp("runs")

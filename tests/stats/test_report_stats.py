@@ -178,7 +178,7 @@ def test_a_reports_comparisons_are_keyed_and_headed_as_declared(tmp_path):
     import yaml
 
     from rlexp.reporting.compute import ALL_ENVS, Settings, compute
-    from rlexp.reporting.make import collect
+    from rlexp.reporting.make_report import collect
     from rlexp.reporting.metrics import parse_metric
     from rlexp.reporting.write import comparisons_csv, markdown
 

@@ -105,7 +105,7 @@ def test_the_guide_s_example_prints_as_shown(tmp_path: Path) -> None:
 def test_a_folder_laid_out_by_load_from_hub_opens(tmp_path: Path) -> None:
     """rl_zoo3.load_from_hub lays a downloaded agent out as the zoo's log folders (with env_kwargs.yml); with
     --exp-id -1, in the algorithm's folder itself."""
-    from rlexp.zoo.runs import find_zoo_run
+    from rlexp.zoo.log_folders import find_zoo_run
 
     hub = tmp_path / "hub" / "ppo"
     shutil.copytree(AGENTS / "ppo/CartPole-v1_1", hub)

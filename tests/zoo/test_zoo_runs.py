@@ -1,6 +1,6 @@
 """A zoo user keeps their trained agents: an RL Zoo log folder, written by rl_zoo3 2.9.2's own train.py, is
 evaluated (to the numbers of the zoo's own enjoy), exported, recorded and reported by rlexp, under the
-same trust rules as a stranger's rlexp run (rlexp.zoo.runs)."""
+same trust rules as a stranger's rlexp run (rlexp.zoo.log_folders)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from conftest import rlexp_cli, stderr_lines
 from tampered import Payload, tampered_zip
 
-from rlexp.zoo.runs import find_zoo_run, read_zoo_yaml, zoo_config
+from rlexp.zoo.log_folders import find_zoo_run, read_zoo_yaml, zoo_config
 
 ZOO_ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
@@ -182,7 +182,7 @@ def _zoo_folder(root: Path, name: str, args: dict, hyperparams: dict) -> Path:
 
 
 def test_a_zoo_run_s_env_id_its_packages_and_the_family_s_evaluation(tmp_path: Path) -> None:
-    from rlexp.zoo.runs import open_agent
+    from rlexp.zoo.saved_agents import open_agent
 
     atari = _zoo_folder(tmp_path, "ALE-Pong-v5", {"algo": "ppo", "env": "ALE/Pong-v5", "seed": 1},
                         {"policy": "CnnPolicy", "frame_stack": 4,
@@ -214,7 +214,7 @@ def test_a_zoo_run_s_env_id_its_packages_and_the_family_s_evaluation(tmp_path: P
 
 
 def test_yaml_aliases_and_a_zoo_run_still_writing_its_evaluations(tmp_path: Path) -> None:
-    from rlexp.zoo.runs import zoo_summary
+    from rlexp.zoo.log_folders import zoo_summary
 
     run = _zoo_folder(tmp_path, "CartPole-v1", {"algo": "ppo", "env": "CartPole-v1"}, {})
     bomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\n"  # (each level doubles a walk of it)

@@ -11,7 +11,7 @@ raised as exceptions instead of exiting.
 
 from rlexp.api.compose import compose
 from rlexp.api.runs import Run, load_run, report
-from rlexp.api.train import train
+from rlexp.api.training import train
 from rlexp.errors import ConfigError
 
 __all__ = ["ConfigError", "Run", "compose", "load_run", "report", "train"]

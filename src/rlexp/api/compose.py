@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 from rlexp.config.plain import plain_dict
 from rlexp.errors import ConfigError
-from rlexp.run.compose import command_overrides, hydra_session
+from rlexp.run.hydra_session import command_overrides, hydra_session
 
 # configs returned by compose(): id -> (the config, weakly; its overrides; the config as composed)
 _composed: dict[int, tuple[weakref.ref[DictConfig], list[str], DictConfig]] = {}
@@ -25,7 +25,7 @@ def user_error(err: BaseException) -> ConfigError:
 
 
 def checked_overrides(overrides: Sequence[str]) -> list[str]:
-    """A list of ``key=value`` strings as the command takes them (rlexp.run.compose.command_overrides:
+    """A list of ``key=value`` strings as the command takes them (rlexp.run.hydra_session.command_overrides:
     n_timesteps=1e5, a ``latest`` link as the run dir it points to now, an env id's preset)."""
     if isinstance(overrides, str) or not all(isinstance(o, str) for o in overrides):
         raise ConfigError(f"overrides: expected a list of 'key=value' strings, got {overrides!r}")

@@ -19,16 +19,17 @@ if TYPE_CHECKING:  # SB3, torch and pandas load when used
 
 class Run:
     """A run dir: its config.yaml, summary.json and saved agents (final, best, ``step_<N>``); or an RL Zoo log
-    folder, read as one (rlexp.zoo.runs)."""
+    folder, read as one (rlexp.zoo.log_folders)."""
 
     def __init__(self, path: str | Path, trust: Sequence[str] = ()) -> None:
         from rlexp.rundir.contract import CONFIG_FILE
-        from rlexp.zoo.runs import find_zoo_run
+        from rlexp.zoo.path_kinds import what_is
 
         self.dir = Path(path)
         self.trust = list(trust)  # packages its config may name beyond rlexp's allow-list (rlexp.rundir.trust)
-        self._zoo = None if (self.dir / CONFIG_FILE).is_file() else find_zoo_run(self.dir)
-        if not (self.dir / CONFIG_FILE).is_file() and self._zoo is None:
+        found = what_is(self.dir)
+        self._zoo = found.zoo
+        if not found.configured and self._zoo is None:
             raise ConfigError(f"{path}: no {CONFIG_FILE} (not an rlexp run dir, nor an RL Zoo log folder)")
 
     def __repr__(self) -> str:
@@ -38,7 +39,7 @@ class Run:
     def summary(self) -> dict[str, Any]:
         """summary.json as it is now (status, scores, steps, versions...); its status is ``status``'s."""
         from rlexp.rundir.contract import read_summary
-        from rlexp.zoo.runs import ZOO_SUMMARY_KEYS, zoo_summary
+        from rlexp.zoo.log_folders import ZOO_SUMMARY_KEYS, zoo_summary
 
         if self._zoo is not None:
             record = zoo_summary(self._zoo).to_json()
@@ -75,7 +76,7 @@ class Run:
     def config(self) -> DictConfig:
         """The config the run trained with (config.yaml, typed by the schema)."""
         from rlexp.rundir.contract import read_config
-        from rlexp.zoo.runs import zoo_config
+        from rlexp.zoo.log_folders import zoo_config
 
         if self._zoo is not None:
             return zoo_config(self._zoo)
@@ -86,7 +87,7 @@ class Run:
         VecNormalize statistics, frozen: ``env = model.get_env(); model.predict(env.reset())``."""
         from rlexp.builders.envs import build_vec_env
         from rlexp.loading.agent import load_agent
-        from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
+        from rlexp.zoo.saved_agents import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
         agent = open_agent(str(self.dir), which, self.trust)
         env = build_vec_env(

@@ -48,7 +48,7 @@ def main(args: list[str]) -> int:
     from rlexp.cluster.cpus import cnn_on_envpool, passive_waits
     from rlexp.config.validation import job_config
     from rlexp.run import front_door
-    from rlexp.run.compose import command_overrides, hydra_session
+    from rlexp.run.hydra_session import command_overrides, hydra_session
 
     options, overrides = parse_options(args)
     flag = next((arg for arg in overrides if arg.startswith("-")), None)

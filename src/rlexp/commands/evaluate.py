@@ -105,7 +105,7 @@ def score(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     from rlexp.rundir.contract import EVALUATE_DIR, RUNNING
     from rlexp.rundir.record import read_record
     from rlexp.stats.scores import summarize
-    from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
+    from rlexp.zoo.saved_agents import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
     agent = open_agent(args.run, args.agent, args.trust)
     # what was scored: the agent's bytes now (a run still training may replace best/ or the final agent)

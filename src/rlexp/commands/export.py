@@ -21,7 +21,7 @@ from rlexp.commands.arguments import add_trust_argument, positive_int
 from rlexp.errors import ConfigError
 
 if TYPE_CHECKING:  # SB3 and torch: loaded once the arguments are good
-    from rlexp.export.make import Exported
+    from rlexp.export.export_agent import Exported
     from rlexp.rundir.agents import SavedAgent
 
 CHOICES = ("onnx", "torchscript", "all")
@@ -50,8 +50,8 @@ def main(args: argparse.Namespace) -> int:
         f"rlexp: exported the {agent.name} agent ({policy['algo_class'].rsplit('.', 1)[-1]} on {policy['env']['id']}) "
         f"to {out}, checked on {parity['observations']:,} observations of {parity['episodes']} episodes"
     )
+    from rlexp.export.export_agent import PARITY_FILE, POLICY_FILE, RUNNER_FILE
     from rlexp.export.formats import FILES, RUNTIME_FILES
-    from rlexp.export.make import PARITY_FILE, POLICY_FILE, RUNNER_FILE
 
     for runtime, check in parity["checks"].items():
         file = FILES[RUNTIME_FILES[runtime]]
@@ -73,7 +73,7 @@ def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path,
     if args.quantize and "onnx" not in formats:
         raise ConfigError(f"--quantize {args.quantize} quantizes the ONNX file: use --format onnx or all")
     from rlexp.files.atomic import check_replaceable
-    from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
+    from rlexp.zoo.saved_agents import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
     agent = open_agent(args.run, args.agent, args.trust)
     from rlexp.builders.backends import is_sbx
@@ -83,7 +83,7 @@ def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path,
             f"{args.run}: trained with backend=sbx, whose JAX networks rlexp cannot export yet "
             "(ONNX and TorchScript export take SB3's torch agents: train with backend=sb3)"
         )
-    from rlexp.export.make import POLICY_FILE, default_out, export_agent
+    from rlexp.export.export_agent import POLICY_FILE, default_out, export_agent
 
     out = check_replaceable(args.out or default_out(agent), [agent.out_dir], POLICY_FILE)
     if "onnx" in formats:

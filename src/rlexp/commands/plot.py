@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from rlexp.errors import ConfigError
-from rlexp.reporting.runs import runs_in
+from rlexp.reporting.report_runs import runs_in
 
 FORMATS = ("png", "pdf", "svg")
 GROUPED_ABOVE = 100  # runs: a figure of each run's curves shows nothing above it (and takes minutes)
@@ -59,12 +59,12 @@ def main(args: argparse.Namespace) -> int:
 def _draw_groups(run_dirs: list[Path], output: Path, title: str | None) -> int:
     """Each group's evaluations (IQM over its completed runs, bootstrap band), one panel per env; a line
     for each run whose files are unreadable, and a count of the runs left out."""
-    from rlexp.figures.report import sample_efficiency
+    from rlexp.figures.report_figures import sample_efficiency
     from rlexp.files.atomic import atomic_write
     from rlexp.reporting.compute import Settings, group_curves
-    from rlexp.reporting.make import env_grids
+    from rlexp.reporting.make_report import env_grids
     from rlexp.reporting.metrics import Metric
-    from rlexp.reporting.runs import assign_groups, damaged, read_run
+    from rlexp.reporting.report_runs import assign_groups, damaged, read_run
 
     runs = [read_run(d) for d in run_dirs]
     left = [r for r in runs if r.left_out is not None]

@@ -89,14 +89,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     report, out = make(args)
     counts = report.counts
-    from rlexp.reporting.runs import damaged
+    from rlexp.reporting.report_runs import damaged
 
     for row in report.runs:  # damaged files: one line each (unfinished runs: counted, listed in report.md)
         if damaged(row.left_out):
             print(f"rlexp report: left out {row.run_dir}: {row.left_out}")
     left = f", {counts.left_out} left out (listed in report.md)" if counts.left_out else ""
     print(f"rlexp report: {counts.used} runs in {counts.groups} group{'s' * (counts.groups != 1)}{left}")
-    from rlexp.reporting.make import aggregate_lines
+    from rlexp.reporting.make_report import aggregate_lines
 
     for line in aggregate_lines(report):
         print(f"  {line}")
@@ -137,7 +137,7 @@ def make(args: argparse.Namespace) -> tuple[ReportRecord, Path]:
     """Computes and writes the report; returns its record (report.json) and its dir."""
     from rlexp.files.atomic import check_replaceable
     from rlexp.reporting.compute import Settings
-    from rlexp.reporting.make import collect, default_out, write_report
+    from rlexp.reporting.make_report import collect, default_out, write_report
     from rlexp.reporting.metrics import parse_metric
 
     settings = Settings(

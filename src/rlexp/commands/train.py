@@ -94,7 +94,7 @@ def print_run_end(record: RunRecord, run_dir: Path, kept: bool) -> None:
     """What the command prints when a run completes (or was complete already): its diagnostics, then where
     it is and how it scored."""
     from rlexp.commands.console import say
-    from rlexp.run.record import run_end_lines
+    from rlexp.run.end_lines import run_end_lines
 
     if kept:  # (printed only: the completed run's files, rlexp.log among them, stay as they were)
         print(f"rlexp: {run_dir} already holds this run, completed (final eval {record.final_mean:.2f})")

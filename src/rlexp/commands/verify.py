@@ -30,9 +30,10 @@ def main(args: argparse.Namespace) -> int:
     from rlexp.rundir.pickles import model_objects, restricted_loads
     from rlexp.rundir.record import RunRecord, read_record
     from rlexp.rundir.trust import trusted_packages, untrusted
+    from rlexp.zoo.path_kinds import what_is
 
     run_dir: Path = args.run
-    if not (run_dir / CONFIG_FILE).is_file():
+    if not what_is(run_dir).configured:
         raise ConfigError(f"{run_dir}: no {CONFIG_FILE} (not an rlexp run dir)")
     record = read_record(run_dir) or RunRecord()
     recorded = record.checksums if isinstance(record.checksums, dict) else {}

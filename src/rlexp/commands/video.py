@@ -76,7 +76,7 @@ def _write(imageio: Any, frames: list[np.ndarray], options: dict[str, Any], path
 
 def main(args: argparse.Namespace) -> int:
     imageio = _writer(args.format)
-    from rlexp.zoo.runs import open_agent  # (rlexp run dirs and RL Zoo log folders)
+    from rlexp.zoo.saved_agents import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
     agent = open_agent(args.run, args.agent, args.trust)
     _headless()

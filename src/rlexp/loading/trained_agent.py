@@ -18,10 +18,11 @@ from rlexp.lifecycle.state import Unfinished, unfinished
 from rlexp.loading.agent import checked_objects
 from rlexp.loading.spaces import aligned_spaces
 from rlexp.rundir.agents import FINAL
-from rlexp.rundir.contract import CONFIG_FILE, MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
+from rlexp.rundir.contract import MODEL_FILE, REPLAY_BUFFER_FILE, VECNORMALIZE_FILE
 from rlexp.rundir.pickles import restricted_loads
 from rlexp.rundir.record import read_record
-from rlexp.zoo.runs import find_zoo_run, zoo_config_dict
+from rlexp.zoo.log_folders import zoo_config_dict
+from rlexp.zoo.path_kinds import what_is
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def find_trained_agent(path: str) -> TrainedAgentFiles:
     """The files of the agent of a run dir or zip, or of an RL Zoo log folder (its final agent, or the zip given:
     the statistics the zoo's enjoy takes with it, the replay buffer the zoo saves beside it)."""
     p = Path(path).expanduser()
-    zoo = None if (p / MODEL_FILE).is_file() or p.name == MODEL_FILE else find_zoo_run(p)
+    zoo = what_is(p).zoo
     if zoo is not None:
         agents = zoo.agents()
         name = zoo.agent_of_zip(p) if p.is_file() else FINAL
@@ -58,14 +59,14 @@ def find_trained_agent(path: str) -> TrainedAgentFiles:
 
 def _unfinished_run(run_dir: Path) -> Unfinished | None:
     """The run in ``run_dir`` when it died or was stopped before it saved its final agent."""
-    record = read_record(run_dir, remedy="fix or remove it") if (run_dir / CONFIG_FILE).is_file() else None
+    record = read_record(run_dir, remedy="fix or remove it") if what_is(run_dir).configured else None
     return None if record is None else unfinished(record, run_dir)
 
 
 def _recorded_algo(model_dir: Path) -> str | None:
     """The algorithm that rlexp recorded for a run dir (model.zip may sit in a subdir such as best/), or that an
     RL Zoo log folder's args.yml names."""
-    zoo = find_zoo_run(model_dir)
+    zoo = what_is(model_dir).zoo
     if zoo is not None:
         return str(zoo_config_dict(zoo)["algo"]["_target_"])
     for d in (model_dir, model_dir.parent, model_dir.parent.parent):

@@ -15,7 +15,7 @@ import numpy as np
 
 from rlexp.errors import ConfigError
 from rlexp.reporting.metrics import Grid, Metric, on_grid, why_no_grid
-from rlexp.reporting.runs import Run, differing_keys
+from rlexp.reporting.report_runs import ReportRun, differing_keys
 from rlexp.stats import bootstrap, significance
 from rlexp.stats.aggregates import IQM, PROBABILITY_OF_IMPROVEMENT, Scores, reported
 from rlexp.stats.report_record import (
@@ -99,7 +99,7 @@ def _listed(values: np.ndarray) -> list[float | None]:
 class _Cells:
     """The scored runs by group and env, with what the tables need besides: one argument for all of them."""
 
-    runs: dict[tuple[str, str], list[Run]]
+    runs: dict[tuple[str, str], list[ReportRun]]
     groups: list[str]  # in the order of the runs (natural order of their dirs)
     envs: list[str]
     grids: dict[str, Grid | None]
@@ -130,7 +130,7 @@ class _Cells:
         return min(self.groups, key=lambda g: np.mean(ranks[g]) if ranks[g] else np.inf)
 
 
-def _randoms(runs: list[Run], envs: list[str]) -> dict[str, float | None]:
+def _randoms(runs: list[ReportRun], envs: list[str]) -> dict[str, float | None]:
     """Each env's random-policy return (summary.json random_baseline, averaged over the runs)."""
     out: dict[str, float | None] = {}
     for env in envs:
@@ -378,7 +378,7 @@ def _normalization(s: Settings, envs: list[str], randoms: dict[str, float | None
     return norm
 
 
-def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> ReportRecord:
+def compute(runs: list[ReportRun], grids: dict[str, Grid | None], s: Settings) -> ReportRecord:
     """The report of ``runs`` (scored: see rlexp.reporting.metrics), as one typed record."""
     used = [r for r in runs if r.left_out is None]
     if not used:
@@ -416,14 +416,14 @@ def compute(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> Repo
     )
 
 
-def _by_cell(used: list[Run]) -> dict[tuple[str, str], list[Run]]:
-    cells: dict[tuple[str, str], list[Run]] = {}
+def _by_cell(used: list[ReportRun]) -> dict[tuple[str, str], list[ReportRun]]:
+    cells: dict[tuple[str, str], list[ReportRun]] = {}
     for run in used:
         cells.setdefault((run.group, run.env), []).append(run)
     return cells
 
 
-def group_curves(runs: list[Run], grids: dict[str, Grid | None], s: Settings) -> dict[str, Curve]:
+def group_curves(runs: list[ReportRun], grids: dict[str, Grid | None], s: Settings) -> dict[str, Curve]:
     """Only the report's learning curves (each group's IQM over its runs at common steps, with its band):
     what ``rlexp plot`` draws for more runs than a figure of each run can show."""
     cells = _by_cell([r for r in runs if r.left_out is None])
@@ -431,7 +431,7 @@ def group_curves(runs: list[Run], grids: dict[str, Grid | None], s: Settings) ->
     return _curves(_Cells(cells, groups, sorted({env for _, env in cells}), grids, {}, s))
 
 
-def _run_row(run: Run, keys: list[str]) -> RunRow:
+def _run_row(run: ReportRun, keys: list[str]) -> RunRow:
     flat = run.flat
     return RunRow(
         run_dir=str(run.dir),

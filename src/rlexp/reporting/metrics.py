@@ -9,7 +9,7 @@ import numpy as np
 from scipy.integrate import trapezoid
 
 from rlexp.errors import ConfigError
-from rlexp.reporting.runs import Run
+from rlexp.reporting.report_runs import ReportRun
 
 METRICS = {
     "final": "the final evaluation's mean return (summary.json final_eval)",
@@ -59,7 +59,7 @@ class Grid:
     interpolated: bool  # the runs' evaluation schedules differ: their curves are interpolated onto the grid
 
 
-def common_grid(runs: list[Run]) -> Grid | None:
+def common_grid(runs: list[ReportRun]) -> Grid | None:
     """The grid of one env's runs over the span all of them evaluated (first to last): their schedule
     there when they share it (runs of one evaluation frequency but different budgets do), else as many
     evenly spaced steps as the densest schedule has there. None when no run has evaluations or the spans
@@ -77,7 +77,7 @@ def common_grid(runs: list[Run]) -> Grid | None:
     return Grid(np.linspace(low, high, points), True)
 
 
-def why_no_grid(runs: list[Run]) -> str:
+def why_no_grid(runs: list[ReportRun]) -> str:
     """Why one env's runs have no common grid (common_grid gave None), in words that fit the case."""
     evaluated = [r for r in runs if r.eval_steps.size]
     if not evaluated:
@@ -87,18 +87,18 @@ def why_no_grid(runs: list[Run]) -> str:
     return f"its runs evaluated over steps that do not overlap ({shown})"
 
 
-def on_grid(run: Run, grid: Grid) -> np.ndarray:
+def on_grid(run: ReportRun, grid: Grid) -> np.ndarray:
     return np.interp(grid.steps, run.eval_steps, run.eval_means)
 
 
-def score_runs(runs: list[Run], metric: Metric, grids: dict[str, Grid | None]) -> None:
+def score_runs(runs: list[ReportRun], metric: Metric, grids: dict[str, Grid | None]) -> None:
     """Sets each used run's score; a run without what the metric needs is left out, saying why."""
     for run in runs:
         if run.left_out is not None:
             continue
         grid = grids.get(run.env)
         if metric.name == "final":
-            run.score = run.record.final_score  # (a number: rlexp.reporting.runs checked it)
+            run.score = run.record.final_score  # (a number: rlexp.reporting.report_runs checked it)
         elif metric.name == "best":
             run.score = run.record.best_score
             if run.score is None:

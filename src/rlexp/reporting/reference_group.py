@@ -13,7 +13,7 @@ from rlexp.errors import ConfigError
 from rlexp.references.files import MIN_SEEDS, Reference, load_reference, reference_path
 from rlexp.references.zoo_benchmark import beside_reference
 from rlexp.reporting.metrics import Metric
-from rlexp.reporting.runs import Run
+from rlexp.reporting.report_runs import ReportRun
 from rlexp.rundir.contract import COMPLETED
 from rlexp.rundir.record import RunRecord
 
@@ -22,12 +22,12 @@ def reference_group(name: str) -> str:
     return f"reference {name}"
 
 
-def _budgets(runs: list[Run]) -> set[int]:
+def _budgets(runs: list[ReportRun]) -> set[int]:
     """The budgets the runs were given (n_timesteps; PPO's last rollout may take them a little past it)."""
     return {int(r.config.get("n_timesteps") or r.record.steps or 0) for r in runs}
 
 
-def _comparable(reference: Reference, runs: list[Run], metric: Metric) -> str | None:
+def _comparable(reference: Reference, runs: list[ReportRun], metric: Metric) -> str | None:
     """Why the runs of one group and env cannot be compared with their reference (None: they can)."""
     if metric.name == "final":
         budgets = _budgets(runs)
@@ -55,8 +55,8 @@ def _comparable(reference: Reference, runs: list[Run], metric: Metric) -> str | 
 
 
 def reference_runs(
-    runs: list[Run], metric: Metric
-) -> tuple[list[Run], list[tuple[str, str, str]], list[str], list[dict[str, Any]]]:
+    runs: list[ReportRun], metric: Metric
+) -> tuple[list[ReportRun], list[tuple[str, str, str]], list[str], list[dict[str, Any]]]:
     """The reference of each group's tuned file on its env, as runs of one more group each ("reference
     <tuned file>": its seeds' final evaluations and curves, scored by the report as any run), which groups
     are compared with which, and a line for each group and env that has nothing to be compared with; for a
@@ -70,11 +70,11 @@ def reference_runs(
             f"--reference with --metric {metric.text()}: a reference records final evaluations and learning "
             "curves; compare with --metric final or at:STEP"
         )
-    cells: dict[tuple[str, str], list[Run]] = {}
+    cells: dict[tuple[str, str], list[ReportRun]] = {}
     for run in runs:
         if run.left_out is None:
             cells.setdefault((run.group, run.env), []).append(run)
-    added: dict[str, list[Run]] = {}
+    added: dict[str, list[ReportRun]] = {}
     pairs: list[tuple[str, str, str]] = []
     notes: list[str] = []
     published: list[dict[str, Any]] = []
@@ -108,7 +108,7 @@ def reference_runs(
     return [run for found in added.values() for run in found], pairs, notes, published
 
 
-def _as_run(reference: Reference, i: int) -> Run:
+def _as_run(reference: Reference, i: int) -> ReportRun:
     """Reference seed ``i`` as a completed run of the reference's group."""
     record = RunRecord(
         status=COMPLETED,
@@ -118,7 +118,7 @@ def _as_run(reference: Reference, i: int) -> Run:
         final_eval={"mean": float(reference.finals[i])},
         steps_done=reference.n_timesteps,
     )
-    return Run(
+    return ReportRun(
         dir=reference.path or reference_path(reference.name),
         record=record,
         config=reference.config,

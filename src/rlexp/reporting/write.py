@@ -1,5 +1,5 @@
 """The report's files, all from its record's numbers: report.md, groups.csv, runs.csv, comparisons.csv,
-table.tex (booktabs) and report.json itself, into the staging dir that rlexp.reporting.make swaps in whole."""
+table.tex (booktabs) and report.json itself, into the staging dir that rlexp.reporting.make_report swaps in whole."""
 
 from __future__ import annotations
 

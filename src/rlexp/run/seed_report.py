@@ -26,7 +26,7 @@ def _report(sweep_dir: Path, why: str = "") -> None:
         return  # (every job refused before it wrote a run: the error says it all)
     try:
         from rlexp.reporting.compute import Settings
-        from rlexp.reporting.make import aggregate_lines, collect, write_report
+        from rlexp.reporting.make_report import aggregate_lines, collect, write_report
         from rlexp.reporting.metrics import parse_metric
 
         settings = Settings(metric=parse_metric("final"))

@@ -13,7 +13,7 @@ import torch
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from rlexp.builders.backends import is_sbx
+from rlexp.builders.backends import algo_target, is_sbx
 from rlexp.builders.envs import closed_at_end, one_env
 from rlexp.cluster.cpus import cnn_on_envpool, job_threads
 from rlexp.config.tuned import tuned_note
@@ -23,7 +23,6 @@ from rlexp.lifecycle.state import resumable_run, unfinished_before
 from rlexp.monitor.baseline import random_baseline
 from rlexp.monitor.evaluation import schedule_note
 from rlexp.run.budget import budget_note, rollout_steps, true_steps
-from rlexp.run.record import new_record
 from rlexp.rundir.contract import write_config
 from rlexp.rundir.record import RunRecord
 from rlexp.vecenvs.choice import vec_env_note
@@ -58,7 +57,7 @@ def start_run(
     torch.set_num_threads(threads)
     if previous is None:
         write_config(run_dir, cfg, shlex.join(rerun))
-        record, resume = new_record(cfg, choices, run_dir, command, threads, warnings), None
+        record, resume = _new_record(cfg, choices, run_dir, command, threads, warnings), None
     else:
         record, resume = previous
         record.resume(resume.step, threads, is_sbx(cfg), run_dir)
@@ -94,3 +93,10 @@ def before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, st
     if note is not None:
         log.info(note)
     record.write()  # a run killed from here on can be resumed
+
+
+def _new_record(
+    cfg: DictConfig, choices: dict[str, Any], run_dir: Path, command: list[str], threads: int, warnings: list[str]
+) -> RunRecord:
+    """The record of a run that starts now (status running)."""
+    return RunRecord.start(cfg, choices, run_dir, command, threads, warnings, algo_target(cfg), is_sbx(cfg))

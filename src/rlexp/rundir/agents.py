@@ -184,7 +184,7 @@ def _run_dir_of(path: Path) -> Path | None:
 
 class NoSuchAgent(ConfigError):
     """The run dir ``run_dir`` has not saved the agent asked for (a run that died before it did: the
-    commands that read runs say how it continues, rlexp.zoo.runs.open_agent)."""
+    commands that read runs say how it continues, rlexp.zoo.saved_agents.open_agent)."""
 
     def __init__(self, run_dir: Path, message: str) -> None:
         super().__init__(message)

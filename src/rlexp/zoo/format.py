@@ -1,6 +1,6 @@
 """RL Zoo's hyperparameter format, read without eval(): one home for what the zoo's keys and Python strings
 mean in rlexp's keys, for the generator of conf/tuned (tools/zoo_import.py) and for reading the config.yml
-of a run the zoo trained (rlexp.zoo.runs).
+of a run the zoo trained (rlexp.zoo.log_folders).
 
 The zoo writes Python in strings (``policy_kwargs: "dict(net_arch=[64], activation_fn=nn.ReLU)"``); they are
 parsed with ``ast``, and only literals, ``dict(...)`` and the few class names below are accepted.

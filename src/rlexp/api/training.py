@@ -16,7 +16,7 @@ from rlexp.api.runs import Run
 from rlexp.commands.console import ConsoleFormatter
 from rlexp.config.overrides import as_override
 from rlexp.errors import ConfigError, Refused
-from rlexp.run.compose import hydra_session
+from rlexp.run.hydra_session import hydra_session
 from rlexp.rundir.contract import LOG_FILE
 
 # as the command's job logging (conf/hydra/job_logging/rlexp.yaml): RUN/rlexp.log with time and source

@@ -1,22 +1,10 @@
-"""What the training run adds to its record (rlexp.rundir.record): the record of a new run, from its config,
-and the lines the command prints when the run completes."""
+"""The lines the command prints when a run completes, from its record (rlexp.rundir.record)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from omegaconf import DictConfig
-
-from rlexp.builders.backends import algo_target, is_sbx
 from rlexp.rundir.record import RunRecord
-
-
-def new_record(
-    cfg: DictConfig, choices: dict[str, Any], run_dir: Path, command: list[str], threads: int, warnings: list[str]
-) -> RunRecord:
-    """The record of a run that starts now (status running)."""
-    return RunRecord.start(cfg, choices, run_dir, command, threads, warnings, algo_target(cfg), is_sbx(cfg))
 
 
 def run_end_lines(record: RunRecord, run_dir: Path) -> list[str]:

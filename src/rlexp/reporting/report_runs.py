@@ -1,6 +1,6 @@
 """The runs a report is made of: found by their summary.json under the paths given, read from the run-dir
 contract (summary.json, config.yaml, evaluations.npz), grouped into the conditions being compared. RL Zoo's
-log folders count as runs too (rlexp.zoo.runs: scored by their last periodic evaluation).
+log folders count as runs too (rlexp.zoo.log_folders: scored by their last periodic evaluation).
 
 Only what a completed run wrote is used; every other run is kept with the reason it is left out, so that
 the report lists it instead of dropping it silently."""
@@ -32,8 +32,9 @@ from rlexp.rundir.contract import (
     read_evaluations,
 )
 from rlexp.rundir.record import RunRecord, read_record
-from rlexp.zoo.runs import ARGS_FILE as ZOO_ARGS_FILE
-from rlexp.zoo.runs import find_zoo_run, zoo_config, zoo_summary
+from rlexp.zoo.log_folders import ARGS_FILE as ZOO_ARGS_FILE
+from rlexp.zoo.log_folders import zoo_config, zoo_summary
+from rlexp.zoo.path_kinds import PathKind, what_is
 
 # keys that do not change what a run learns or how it is scored: runs differing only there are seeds of
 # one condition (the seed itself, logging, drawing, health checks, checkpoints, where it ran)
@@ -62,7 +63,8 @@ def runs_in(path: Path) -> list[Path]:
     """The run dirs ``path`` is or holds (dirs with a summary.json), in order of their names' numbers."""
     if not path.is_dir():
         raise ConfigError(f"{path}: no such directory")
-    if (path / SUMMARY_FILE).is_file() or find_zoo_run(path) is not None:
+    what = what_is(path)
+    if what.started or what.kind is PathKind.ZOO:  # (a run that never started is no run of a report's)
         return [path]
     zoo_runs = {p.parent.parent for p in path.rglob(ZOO_ARGS_FILE)}  # RL Zoo's logs/<algo>/<EnvId>_<n>/
     found = sorted(
@@ -70,7 +72,7 @@ def runs_in(path: Path) -> list[Path]:
             d
             for d in (
                 *(p.parent for p in path.rglob(SUMMARY_FILE)),  # not in hidden dirs: a run set aside, .hydra
-                *(d for d in zoo_runs if find_zoo_run(d) is not None),
+                *(d for d in zoo_runs if what_is(d).kind is PathKind.ZOO),
             )
             if not any(part.startswith(".") for part in d.relative_to(path).parts)
         ),
@@ -105,7 +107,7 @@ def _grouped(key: str) -> bool:
 
 
 @dataclass
-class Run:
+class ReportRun:
     """One run dir as the report sees it; ``left_out`` says why it is not used (None: used)."""
 
     dir: Path
@@ -172,11 +174,11 @@ def damaged(left_out: str | None) -> bool:
     return left_out is not None and left_out.startswith(("unreadable ", f"{EVALUATIONS_FILE} unreadable"))
 
 
-def read_run(run_dir: Path) -> Run:
+def read_run(run_dir: Path) -> ReportRun:
     """A run dir with what the report needs; an unreadable or unfinished one comes back left out."""
     try:
-        zoo = find_zoo_run(run_dir) if not (run_dir / SUMMARY_FILE).is_file() else None
-        if zoo is not None:  # an RL Zoo log folder, read as a run (rlexp.zoo.runs)
+        zoo = what_is(run_dir).zoo
+        if zoo is not None:  # an RL Zoo log folder, read as a run (rlexp.zoo.log_folders)
             record, config = zoo_summary(zoo), plain_dict(zoo_config(zoo), resolve=False, enum_to_str=True)
         else:
             record, config = read_record(run_dir), read_config_dict(run_dir)
@@ -184,10 +186,10 @@ def read_run(run_dir: Path) -> Run:
             raise FileNotFoundError(run_dir / SUMMARY_FILE)
     except (OSError, ValueError, ConfigError, yaml.YAMLError) as err:
         kind = "unreadable" if isinstance(err, ConfigError) else type(err).__name__
-        return Run(
+        return ReportRun(
             run_dir, RunRecord(status="unreadable"), {}, left_out=f"unreadable {SUMMARY_FILE} or {CONFIG_FILE} ({kind})"
         )
-    run = Run(run_dir, record, config, left_out=_status_problem(record, run_dir))
+    run = ReportRun(run_dir, record, config, left_out=_status_problem(record, run_dir))
     if run.left_out is None:
         try:
             evaluations = read_evaluations(run_dir)
@@ -200,7 +202,7 @@ def read_run(run_dir: Path) -> Run:
     return run
 
 
-def _value(run: Run, flat: dict[str, Any], key: str) -> str:
+def _value(run: ReportRun, flat: dict[str, Any], key: str) -> str:
     if key == "algo":
         return run.algo
     if key in flat:
@@ -212,7 +214,7 @@ def _value(run: Run, flat: dict[str, Any], key: str) -> str:
 LONG_NAME = 80  # characters of a group's name past which it names only where its runs depart from the usual
 
 
-def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
+def assign_groups(runs: list[ReportRun], keys: list[str] | None = None) -> None:
     """Names each used run's group. Given ``keys``: their values (``algo`` is the algorithm's config
     choice). By default, the composed config minus the seed and NOT_GROUPED: runs of one env whose
     configs differ anywhere else are different groups, named by the algorithm when algorithms differ
@@ -265,7 +267,7 @@ def assign_groups(runs: list[Run], keys: list[str] | None = None) -> None:
         run.group = " ".join(parts) or run.algo
 
 
-def differing_keys(runs: list[Run]) -> list[str]:
+def differing_keys(runs: list[ReportRun]) -> list[str]:
     """The config keys (but the seed and NOT_GROUPED) whose values are not the same in every run."""
     flats = [r.flat for r in runs]
     every = set().union(*(f.keys() for f in flats)) if flats else set()

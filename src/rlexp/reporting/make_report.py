@@ -10,12 +10,12 @@ from rlexp.errors import ConfigError
 from rlexp.files.atomic import check_replaceable, replaced_dir
 from rlexp.reporting.compute import Settings, compute
 from rlexp.reporting.metrics import Grid, Metric, common_grid, score_runs
-from rlexp.reporting.runs import Run, assign_groups, read_run, runs_in
+from rlexp.reporting.report_runs import ReportRun, assign_groups, read_run, runs_in
 from rlexp.stats.aggregates import IQM, Scores
 from rlexp.stats.report_record import GroupRow, ReportRecord
 
 
-def find_runs(paths: list[Path]) -> list[Run]:
+def find_runs(paths: list[Path]) -> list[ReportRun]:
     dirs = [run for path in paths for run in runs_in(path)]
     resolved = [d.resolve() for d in dirs]
     if len(set(resolved)) < len(resolved):
@@ -33,7 +33,7 @@ def default_out(paths: list[Path]) -> Path:
 
 def collect(
     paths: list[Path], metric: Metric, group_by: list[str] | None = None, settings: Settings | None = None
-) -> tuple[list[Run], dict[str, Grid | None]]:
+) -> tuple[list[ReportRun], dict[str, Grid | None]]:
     """The runs under ``paths``, grouped and scored, and each env's common step grid. Where ``settings``
     ask for references, each group's reference joins as a group of its own, and ``settings.references``
     says which group is compared with which."""
@@ -49,9 +49,9 @@ def collect(
     return runs, grids
 
 
-def env_grids(runs: list[Run]) -> dict[str, Grid | None]:
+def env_grids(runs: list[ReportRun]) -> dict[str, Grid | None]:
     """Each env's common step grid over its used runs."""
-    by_env: dict[str, list[Run]] = {}
+    by_env: dict[str, list[ReportRun]] = {}
     for run in runs:
         if run.left_out is None:
             by_env.setdefault(run.env, []).append(run)
@@ -59,7 +59,7 @@ def env_grids(runs: list[Run]) -> dict[str, Grid | None]:
 
 
 def write_report(
-    runs: list[Run],
+    runs: list[ReportRun],
     grids: dict[str, Grid | None],
     out: Path,
     settings: Settings,
@@ -69,7 +69,7 @@ def write_report(
     """Computes the report of collected runs and writes it into ``out``; returns its record (report.json).
 
     Written whole in a new hidden sibling dir, then swapped in (rlexp.files.atomic.replaced_dir)."""
-    from rlexp.figures.report import draw_all
+    from rlexp.figures.report_figures import draw_all
     from rlexp.reporting.write import write_all
 
     out = check_replaceable(out, inputs, "report.json")
