@@ -55,7 +55,7 @@ def test_atari_preset_stacks_and_transposes_frames(tmp_path):
 )
 def test_device_auto(overrides, device):
     cfg, _ = compose_cfg(overrides)
-    assert resolve_device(cfg) == device
+    assert resolve_device(cfg.device, cfg.algo, cfg.backend) == device
 
 
 def test_torch_threads_are_set(tmp_path):

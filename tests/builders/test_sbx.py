@@ -227,11 +227,11 @@ def test_sbx_builds_sb3s_networks_with_flax_activations():
 
     cfg, _ = compose_cfg(["algo=sac", "backend=sbx"])
     keywords = {"policy": "MlpPolicy", "policy_kwargs": {"activation_fn": torch.nn.Tanh}}
-    assert sbx_keywords(cfg, sbx.SAC, keywords)["policy_kwargs"]["activation_fn"] is nn.tanh
+    assert sbx_keywords(cfg.algo, sbx.SAC, keywords)["policy_kwargs"]["activation_fn"] is nn.tanh
     # where sbx's default network differs from SB3's, SB3's is built; a given one is kept
     cfg, _ = compose_cfg(["algo=dqn", "~tuned", "backend=sbx"])
-    assert sbx_keywords(cfg, sbx.DQN, {"policy_kwargs": {}})["policy_kwargs"] == {"net_arch": [64, 64]}
+    assert sbx_keywords(cfg.algo, sbx.DQN, {"policy_kwargs": {}})["policy_kwargs"] == {"net_arch": [64, 64]}
     cfg, _ = compose_cfg(["algo=td3", "env=pendulum", "~tuned", "backend=sbx"])
-    assert sbx_keywords(cfg, sbx.TD3, {"policy_kwargs": {}})["policy_kwargs"] == {"net_arch": [400, 300]}
-    kept = sbx_keywords(cfg, sbx.TD3, {"policy_kwargs": {"net_arch": [32, 32]}})
+    assert sbx_keywords(cfg.algo, sbx.TD3, {"policy_kwargs": {}})["policy_kwargs"] == {"net_arch": [400, 300]}
+    kept = sbx_keywords(cfg.algo, sbx.TD3, {"policy_kwargs": {"net_arch": [32, 32]}})
     assert kept["policy_kwargs"] == {"net_arch": [32, 32]}

@@ -68,19 +68,21 @@ def test_warnings_of_a_valid_but_suspicious_config():
 def test_the_evaluation_schedule_follows_a_budget_below_its_interval(ppo):
     cfg = ppo.copy()
     cfg.n_timesteps, cfg.callbacks.eval.freq = 100_000, 10_000
-    assert eval_freq(cfg) == 10_000 and schedule_note(cfg, 100_096) is None
+    assert (
+        eval_freq(cfg.callbacks.eval, cfg.n_timesteps) == 10_000 and schedule_note(cfg.callbacks.eval, 100_096) is None
+    )
     cfg.n_timesteps = 3_000  # below the interval: evaluated five times instead of never
-    assert eval_freq(cfg) == 600
+    assert eval_freq(cfg.callbacks.eval, cfg.n_timesteps) == 600
     # (the steps the run trains: n_timesteps in whole rollouts of 8 x 32 steps)
-    assert eval_freq(cfg, 3_072) == 614
-    assert schedule_note(cfg, 3_072) == (
+    assert eval_freq(cfg.callbacks.eval, 3_072) == 614
+    assert schedule_note(cfg.callbacks.eval, 3_072) == (
         "3,072 steps are below callbacks.eval.freq=10000: evaluating every 614 steps instead (5 evaluations; "
         "callbacks.eval.freq=0 turns them off)"
     )
     cfg.callbacks.eval.freq = 0
-    assert eval_freq(cfg) == 0 and schedule_note(cfg, 3_072) is None
+    assert eval_freq(cfg.callbacks.eval, cfg.n_timesteps) == 0 and schedule_note(cfg.callbacks.eval, 3_072) is None
     cfg.callbacks.eval.n_evaluations = 4
-    assert eval_freq(cfg) == 750
+    assert eval_freq(cfg.callbacks.eval, cfg.n_timesteps) == 750
 
 
 def test_eval_envs_one_per_episode_at_most_sixteen(ppo):

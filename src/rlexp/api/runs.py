@@ -93,7 +93,19 @@ class Run:
         env = build_vec_env(
             agent.cfg.env, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=1, trust=agent.trust
         )
-        return load_agent(agent.cfg, agent.model, env=env, trust=agent.trust)
+        c = agent.cfg
+        return load_agent(
+            agent.model,
+            env=env,
+            trust=agent.trust,
+            algo=c.algo,
+            backend=c.backend,
+            torch_threads=c.torch_threads,
+            run_device=c.device,
+            lr_schedule=c.lr_schedule,
+            clip_range_schedule=c.clip_range_schedule,
+            env_id=c.env.id,
+        )
 
     def evaluate(self, **options: Any) -> dict[str, Any]:
         """``rlexp evaluate RUN`` with ``options`` as its flags (episodes=100, agent="final", seed=None,

@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 from rlexp.builders.schedules import CONSTANT
 from rlexp.cluster.cpus import job_threads
 from rlexp.config.algorithms import ALGORITHMS, by_target
+from rlexp.config.schema import AlgoConfig, Backend
 from rlexp.errors import ConfigError, one_line_error
 
 if TYPE_CHECKING:
@@ -41,31 +42,32 @@ FLAX_ACTIVATIONS = {
 }
 
 
-def is_sbx(cfg: DictConfig) -> bool:
-    backend = cfg.get("backend", SB3)
+def is_sbx(backend: Backend | str) -> bool:
+    """Whether ``backend`` (the config's) trains with sbx."""
     return getattr(backend, "value", backend) == SBX
 
 
-def algo_target(cfg: DictConfig) -> str:
-    """The dotted name of the class that trains (summary.json's algo_class)."""
-    if not is_sbx(cfg):
-        return str(cfg.algo._target_)
-    algorithm = by_target(str(cfg.algo._target_))
+def algo_target(algo: AlgoConfig, backend: Backend | str) -> str:
+    """The dotted name of the class that trains ``algo`` under ``backend`` (summary.json's algo_class)."""
+    if not is_sbx(backend):
+        return str(algo._target_)
+    algorithm = by_target(str(algo._target_))
     if algorithm is None or algorithm.sbx is None:
-        name = str(cfg.algo._target_).rsplit(".", 1)[-1]
+        name = str(algo._target_).rsplit(".", 1)[-1]
         names = ", ".join(a.name for a in ALGORITHMS if a.sbx is not None)
         raise ConfigError(f"backend=sbx: sbx has no {name} (it trains {names}); use backend=sb3")
     return algorithm.sbx
 
 
-def algo_class(cfg: DictConfig) -> type[BaseAlgorithm]:
-    """The class that trains: the algo config's SB3 class, or its sbx counterpart under backend=sbx."""
+def algo_class(algo: AlgoConfig, backend: Backend | str, torch_threads: int | None) -> type[BaseAlgorithm]:
+    """The class that trains: the algo config's SB3 class, or its sbx counterpart under backend=sbx (JAX
+    started for the job's ``torch_threads``)."""
     from hydra.utils import get_class
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-    target = algo_target(cfg)
-    if is_sbx(cfg):
-        import_sbx(job_threads(cfg.torch_threads))
+    target = algo_target(algo, backend)
+    if is_sbx(backend):
+        import_sbx(job_threads(torch_threads))
     try:
         cls = get_class(target)
     except Exception as err:
@@ -101,14 +103,14 @@ def jax_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rlexp" / "jax"
 
 
-def sbx_keywords(cfg: DictConfig, cls: type, keywords: dict[str, Any]) -> dict[str, Any]:
-    """The constructor keywords of the SB3 class, as the sbx class ``cls`` takes them."""
+def sbx_keywords(algo: AlgoConfig, cls: type, keywords: dict[str, Any]) -> dict[str, Any]:
+    """The constructor keywords of ``algo``'s SB3 class, as the sbx class ``cls`` takes them."""
     from hydra.utils import get_class
 
     takes = inspect.signature(cls).parameters
-    sb3_defaults = {k: p.default for k, p in inspect.signature(get_class(cfg.algo._target_)).parameters.items()}
+    sb3_defaults = {k: p.default for k, p in inspect.signature(get_class(algo._target_)).parameters.items()}
     name = cls.__name__
-    algorithm = by_target(str(cfg.algo._target_))
+    algorithm = by_target(str(algo._target_))
     refused = algorithm.sbx_refuses if algorithm is not None else {}
     out: dict[str, Any] = {}
     for key, value in keywords.items():
@@ -153,21 +155,22 @@ def _flax_policy_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def check_sbx_schedule(cfg: DictConfig, target: str) -> None:
+def check_sbx_schedule(lr_schedule: DictConfig, target: str) -> None:
     """sbx's TD3, DDPG, CrossQ and DQN keep their first learning rate (``sbx_constant_lr`` of their entry): a
-    schedule is refused, not ignored."""
+    schedule (``lr_schedule``, the config's) is refused, not ignored."""
     constant = any(a.sbx == target and a.sbx_constant_lr for a in ALGORITHMS)
-    if constant and cfg.lr_schedule._target_ != CONSTANT:
+    if constant and lr_schedule._target_ != CONSTANT:
         raise ConfigError(
             f"lr_schedule: sbx's {target.rsplit('.', 1)[-1]} keeps its learning rate constant "
             "(backend=sbx; schedule@lr_schedule=constant or backend=sb3)"
         )
 
 
-def check_sbx_device(cfg: DictConfig) -> None:
-    if cfg.device != "auto":
+def check_sbx_device(device: str) -> None:
+    """``device`` (the config's) left to JAX."""
+    if device != "auto":
         raise ConfigError(
-            f"device={cfg.device}: with backend=sbx, JAX chooses the device (its CUDA build on a GPU machine; "
+            f"device={device}: with backend=sbx, JAX chooses the device (its CUDA build on a GPU machine; "
             "JAX_PLATFORMS=cpu for the CPU); leave device=auto"
         )
 

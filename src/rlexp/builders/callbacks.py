@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.config.hydra_versions import instantiate
+from rlexp.config.schema import CallbacksConfig, DiagnosticsConfig
 from rlexp.files.atomic import remove_partial_saves, replace_durably
 from rlexp.lifecycle.preemption import StopEvaluation, StopOnSignal
 from rlexp.monitor.evaluation import eval_freq, training_rngs_untouched
@@ -149,7 +149,7 @@ class RunCallbacks:
 
 
 def build_callbacks(
-    cfg: DictConfig,
+    cb_cfg: CallbacksConfig,
     run_dir: Path,
     eval_env: VecEnv | None,
     stopper: StopOnSignal,
@@ -159,8 +159,13 @@ def build_callbacks(
     after_eval: BaseCallback | None = None,
     threshold: float | None = None,
     origin: int = 0,
+    *,
+    diagnostics_cfg: DiagnosticsConfig,
+    n_envs: int,
+    verbose: int,
 ) -> RunCallbacks:
-    """All callbacks of the run.
+    """All callbacks of the run, as ``cb_cfg`` (callbacks), ``diagnostics_cfg`` (diagnostics), ``n_envs``
+    (env.n_envs) and ``verbose`` (logger.verbose) say.
 
     ``stopper`` (the run's StopOnSignal) comes before the evaluations and may abandon one under way;
     ``after_eval`` runs after each periodic evaluation (a search's ReportToTrial), then the stop at
@@ -168,12 +173,11 @@ def build_callbacks(
     summary.json's list that training health adds to; ``fresh``: a new agent, trained from its first step;
     ``origin``: the step the run started from (a continued agent's, else 0), where its progress counts from.
     """
-    cb_cfg = cfg.callbacks
     # the finite check first: a diverged agent is never saved, not even as a checkpoint
-    callbacks: list[BaseCallback] = [FiniteTraining()] if cfg.diagnostics.finite else []
+    callbacks: list[BaseCallback] = [FiniteTraining()] if diagnostics_cfg.finite else []
     callbacks.append(stopper)
     save_best = solved = eval_cb = None
-    freq = eval_freq(cfg, target_steps - origin)
+    freq = eval_freq(cb_cfg.eval, target_steps - origin)
     if freq > 0 and eval_env is not None:
         save_best = SaveBestCallback(run_dir / BEST_DIR)
         solved = StopWhenSolved(threshold) if threshold is not None else None
@@ -184,10 +188,10 @@ def build_callbacks(
             callback_on_new_best=save_best,
             callback_after_eval=after[0] if len(after) == 1 else CallbackList(after) if after else None,
             n_eval_episodes=cb_cfg.eval.n_episodes,
-            eval_freq=max(freq // cfg.env.n_envs, 1),
+            eval_freq=max(freq // n_envs, 1),
             log_path=str(run_dir),  # evaluations.npz, as RL Zoo's plotting scripts expect
             deterministic=cb_cfg.eval.deterministic,
-            verbose=int(cfg.logger.verbose >= 2),  # rlexp.monitor.progress says how the evaluations go
+            verbose=int(verbose >= 2),  # rlexp.monitor.progress says how the evaluations go
         )
         for cb in after:  # (EvalCallback makes itself the parent of its direct callback only)
             cb.parent = eval_cb
@@ -200,8 +204,8 @@ def build_callbacks(
         )
     callbacks.extend(instantiate(spec) for spec in cb_cfg.extra.values())
     progress = None
-    if cfg.logger.verbose >= 1 and not cb_cfg.progress_bar:  # (SB3's own bar otherwise)
+    if verbose >= 1 and not cb_cfg.progress_bar:  # (SB3's own bar otherwise)
         progress = Progress(target_steps, eval_cb, origin=origin)
         callbacks.append(progress)
-    callbacks.append(TrainingHealth(cfg.diagnostics, target_steps, diagnostics, fresh))
+    callbacks.append(TrainingHealth(diagnostics_cfg, target_steps, diagnostics, fresh))
     return RunCallbacks(CallbackList(callbacks), save_best, solved, progress)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from rlexp.builders.backends import algo_class, is_sbx
+from rlexp.config.schema import AlgoConfig, Backend
 from rlexp.errors import ConfigError
 
 
@@ -32,12 +32,14 @@ def check_device(device: str, here: bool = True) -> None:
         raise ConfigError(f"device={device}: not available on this machine (present: {', '.join(present)})")
 
 
-def resolve_device(cfg: DictConfig) -> str:
-    """``auto`` keeps MLP policies of on-policy algorithms on the CPU, where they run faster."""
-    if cfg.device != "auto":
-        return cfg.device
-    if is_sbx(cfg):  # JAX places the networks itself; SB3's part (buffers) stays on the CPU
+def resolve_device(device: str, algo: AlgoConfig, backend: Backend | str) -> str:
+    """The torch device of ``device`` (the config's) for ``algo``: ``auto`` keeps MLP policies of on-policy
+    algorithms on the CPU, where they run faster."""
+    if device != "auto":
+        return device
+    if is_sbx(backend):  # JAX places the networks itself; SB3's part (buffers) stays on the CPU
         return "cpu"
-    if issubclass(algo_class(cfg), OffPolicyAlgorithm) or cfg.algo.policy.startswith("Cnn"):
+    cls = algo_class(algo, backend, None)  # (sb3: no JAX to start, whatever torch_threads)
+    if issubclass(cls, OffPolicyAlgorithm) or algo.policy.startswith("Cnn"):
         return "auto"
     return "cpu"

@@ -15,7 +15,6 @@ from typing import Any, Callable, TypeVar
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
-from omegaconf import DictConfig
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
@@ -32,7 +31,7 @@ from stable_baselines3.common.vec_env import (
 from rlexp.config.env_families import missing_extra, register_family
 from rlexp.config.hydra_versions import instantiate
 from rlexp.config.plain import plain_dict
-from rlexp.config.schema import EnvConfig
+from rlexp.config.schema import EnvConfig, EvalConfig
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
 from rlexp.monitor.finite import FiniteEnv
@@ -293,37 +292,58 @@ def _vectorized(
     return venv, "stack_num" in options
 
 
-def build_eval_env(cfg: DictConfig, episodes: int, monitor_dir: Path | None, append: bool = False) -> VecEnv:
-    """The eval envs of a run's evaluation of ``episodes`` episodes, env i seeded ``seed + 10000 + i``."""
+def build_eval_env(
+    env_cfg: EnvConfig,
+    episodes: int,
+    monitor_dir: Path | None,
+    append: bool = False,
+    *,
+    seed: int,
+    eval_cfg: EvalConfig,
+    check_finite: bool,
+) -> VecEnv:
+    """The eval envs of a run's evaluation of ``episodes`` episodes, env i seeded ``seed + 10000 + i``, as many
+    as ``eval_cfg`` (callbacks.eval) steps side by side; ``check_finite``: diagnostics.finite."""
     return build_vec_env(
-        cfg.env,
-        cfg.seed,
+        env_cfg,
+        seed,
         monitor_dir,
         for_eval=True,
         append=append,
-        n_envs=eval_env_count(cfg.callbacks.eval, episodes),
-        check_finite=cfg.diagnostics.finite,
+        n_envs=eval_env_count(eval_cfg, episodes),
+        check_finite=check_finite,
     )
 
 
 @contextmanager
 def run_envs(
-    cfg: DictConfig, monitor_dir: Path, normalize_stats: Path | None, continued: bool
+    env_cfg: EnvConfig,
+    monitor_dir: Path,
+    normalize_stats: Path | None,
+    continued: bool,
+    *,
+    seed: int,
+    eval_cfg: EvalConfig,
+    check_finite: bool,
+    n_timesteps: int,
 ) -> Iterator[tuple[VecEnv, VecEnv | None]]:
-    """A run's train envs and its periodic evaluations' envs (None without periodic evaluations), their
-    episodes logged under ``monitor_dir`` (``continued``: the files of a resumed run grow). Closed whatever
-    happens: that also stops SubprocVecEnv workers, which ignore the stop signals."""
+    """A run's train envs and its periodic evaluations' envs (None without periodic evaluations of
+    ``eval_cfg`` over ``n_timesteps``), their episodes logged under ``monitor_dir`` (``continued``: the files
+    of a resumed run grow). Closed whatever happens: that also stops SubprocVecEnv workers, which ignore the
+    stop signals."""
     from rlexp.monitor.evaluation import eval_freq
 
     with ExitStack() as envs:
         train_env = build_vec_env(
-            cfg.env, cfg.seed, monitor_dir / TRAIN_EPISODES, normalize_stats, append=continued,
-            check_finite=cfg.diagnostics.finite,
-        )  # fmt: skip
+            env_cfg, seed, monitor_dir / TRAIN_EPISODES, normalize_stats, append=continued, check_finite=check_finite
+        )
         envs.enter_context(closed_at_end(train_env))
         eval_env = None
-        if eval_freq(cfg) > 0:  # (the final evaluation builds its own)
-            eval_env = build_eval_env(cfg, cfg.callbacks.eval.n_episodes, monitor_dir / EVAL_EPISODES, continued)
+        if eval_freq(eval_cfg, n_timesteps) > 0:  # (the final evaluation builds its own)
+            eval_env = build_eval_env(
+                env_cfg, eval_cfg.n_episodes, monitor_dir / EVAL_EPISODES, continued,
+                seed=seed, eval_cfg=eval_cfg, check_finite=check_finite,
+            )  # fmt: skip
             envs.enter_context(closed_at_end(eval_env))
         yield train_env, eval_env
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
-from omegaconf import DictConfig
 from stable_baselines3.common.noise import ActionNoise, NormalActionNoise, OrnsteinUhlenbeckActionNoise
 
+from rlexp.config.schema import ActionNoiseConfig
 from rlexp.errors import ConfigError
 
 NOISE_CLASSES = {"normal": NormalActionNoise, "ornstein_uhlenbeck": OrnsteinUhlenbeckActionNoise}
 
 
-def build_action_noise(noise_cfg: DictConfig, action_space: spaces.Space) -> ActionNoise | None:
+def build_action_noise(noise_cfg: ActionNoiseConfig, action_space: spaces.Space) -> ActionNoise | None:
     kind = noise_cfg.kind.value
     if kind == "none":
         return None

@@ -256,7 +256,7 @@ def _print(cfg: Any, results: list[Result], notes: list[str]) -> None:
     tuned = f" (tuned/{cfg.tuned_file}.yaml)" if cfg.tuned_file else ""
     from rlexp.builders.backends import algo_target, is_sbx
 
-    name = algo_target(cfg).rsplit(".", 1)[-1] + (" (sbx)" if is_sbx(cfg) else "")
+    name = algo_target(cfg.algo, cfg.backend).rsplit(".", 1)[-1] + (" (sbx)" if is_sbx(cfg.backend) else "")
     print(f"rlexp check: {name} on {cfg.env.id}{tuned}, seed {cfg.seed}")
     for r in results:
         print(f"  {'ok  ' if r.ok else 'FAIL'} {r.name:<13} {r.text}")

@@ -60,7 +60,19 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
         build_vec_env(env_cfg, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=n_envs, trust=agent.trust)
     ) as env:
         env.seed(seed)
-        model = load_agent(agent.cfg, agent.model, trust=agent.trust, plays=env)
+        c = agent.cfg
+        model = load_agent(
+            agent.model,
+            trust=agent.trust,
+            plays=env,
+            algo=c.algo,
+            backend=c.backend,
+            torch_threads=c.torch_threads,
+            run_device=c.device,
+            lr_schedule=c.lr_schedule,
+            clip_range_schedule=c.clip_range_schedule,
+            env_id=c.env.id,
+        )
         out.step = int(model.num_timesteps)
         model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         returns, lengths = evaluate_policy(

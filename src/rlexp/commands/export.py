@@ -78,7 +78,7 @@ def export(args: argparse.Namespace, argv: list[str]) -> tuple[SavedAgent, Path,
     agent = open_agent(args.run, args.agent, args.trust)
     from rlexp.builders.backends import is_sbx
 
-    if is_sbx(agent.cfg):
+    if is_sbx(agent.cfg.backend):
         raise ConfigError(
             f"{args.run}: trained with backend=sbx, whose JAX networks rlexp cannot export yet "
             "(ONNX and TorchScript export take SB3's torch agents: train with backend=sb3)"

@@ -111,7 +111,19 @@ def _episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool) 
             trust=agent.trust,
         )
     ) as env:
-        model = load_agent(agent.cfg, agent.model, trust=agent.trust, plays=env)
+        c = agent.cfg
+        model = load_agent(
+            agent.model,
+            trust=agent.trust,
+            plays=env,
+            algo=c.algo,
+            backend=c.backend,
+            torch_threads=c.torch_threads,
+            run_device=c.device,
+            lr_schedule=c.lr_schedule,
+            clip_range_schedule=c.clip_range_schedule,
+            env_id=c.env.id,
+        )
         model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         fps = int(env.get_attr("metadata")[0].get("render_fps") or 30)
         for i in range(episodes):

@@ -58,7 +58,19 @@ def export_agent(
         build_vec_env(cfg.env, cfg.seed, None, agent.stats, for_eval=True, n_envs=1, in_process=True, trust=agent.trust)
     ) as venv:
         # (on the CPU: the files run anywhere; the graph's constants too)
-        model = load_agent(cfg, agent.model, device="cpu", trust=agent.trust, plays=venv)
+        model = load_agent(
+            agent.model,
+            device="cpu",
+            trust=agent.trust,
+            plays=venv,
+            algo=cfg.algo,
+            backend=cfg.backend,
+            torch_threads=cfg.torch_threads,
+            run_device=cfg.device,
+            lr_schedule=cfg.lr_schedule,
+            clip_range_schedule=cfg.clip_range_schedule,
+            env_id=cfg.env.id,
+        )
         graph = build_graph(model, venv)
         seed = agent.episode_seed(None)
         recording = record(model, venv, graph, episodes, seed)

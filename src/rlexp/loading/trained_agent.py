@@ -13,6 +13,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.builders.backends import algo_class, algo_target, is_sbx
+from rlexp.config.schema import AlgoConfig, Backend
 from rlexp.errors import ConfigError
 from rlexp.lifecycle.state import Unfinished, unfinished
 from rlexp.loading.agent import checked_objects
@@ -76,8 +77,9 @@ def _recorded_algo(model_dir: Path) -> str | None:
     return None
 
 
-def refuse_another_algo(cfg: DictConfig, path: str, model_dir: Path) -> None:
-    recorded, wanted = _recorded_algo(model_dir), algo_target(cfg)
+def refuse_another_algo(wanted: str, path: str, model_dir: Path) -> None:
+    """The agent in ``model_dir`` (of trained_agent=``path``) is one of the class ``wanted`` (algo_target's)."""
+    recorded = _recorded_algo(model_dir)
     if recorded is None or recorded == wanted:
         return
     if recorded.startswith("sbx.") != wanted.startswith("sbx."):
@@ -91,30 +93,44 @@ def _other_backend(path: str, trained_with: str) -> ConfigError:
     return ConfigError(f"trained_agent={path} was trained with backend={trained_with}: add backend={trained_with}")
 
 
-def trained_agent_stats(cfg: DictConfig) -> Path | None:
-    """The VecNormalize statistics of the agent to continue, checked against env.normalize."""
-    if cfg.trained_agent is None:
+def trained_agent_stats(trained_agent: str | None, normalize: bool) -> Path | None:
+    """The VecNormalize statistics of the agent to continue (``trained_agent``), checked against
+    ``normalize`` (env.normalize)."""
+    if trained_agent is None:
         return None
-    stats = find_trained_agent(cfg.trained_agent).stats
-    if stats.is_file() != bool(cfg.env.normalize):
+    stats = find_trained_agent(trained_agent).stats
+    if stats.is_file() != bool(normalize):
         raise ConfigError(
-            f"trained_agent={cfg.trained_agent} was trained with{'' if stats.is_file() else 'out'} "
+            f"trained_agent={trained_agent} was trained with{'' if stats.is_file() else 'out'} "
             f"VecNormalize; set env.normalize={str(stats.is_file()).lower()}"
         )
     return stats if stats.is_file() else None
 
 
-def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
-    """The agent to continue: there, of this algorithm, made for the env's spaces, with matching
-    normalization. Returns warnings (an off-policy agent without its replay buffer)."""
+def check_trained_agent(
+    path: str,
+    env: VecEnv,
+    *,
+    algo: AlgoConfig,
+    backend: Backend | str,
+    torch_threads: int | None,
+    lr_schedule: DictConfig,
+    clip_range_schedule: DictConfig,
+    env_id: str,
+    normalize: bool,
+) -> list[str]:
+    """The agent to continue (trained_agent=``path``): there, of ``algo``, made for the env's spaces, with
+    matching normalization (``normalize``: env.normalize; ``env_id``: env.id; the other keywords are the
+    config's keys of those names). Returns warnings (an off-policy agent without its replay buffer)."""
     from stable_baselines3.common.save_util import load_from_zip_file
 
-    cls = algo_class(cfg)
-    path = cfg.trained_agent
+    cls = algo_class(algo, backend, torch_threads)
     files = find_trained_agent(path)
     zip_path, stats = files.zip, files.stats
-    refuse_another_algo(cfg, path, zip_path.parent)
-    objects = checked_objects(cfg, zip_path)  # (another's run: its pickles with the allow-list only)
+    refuse_another_algo(algo_target(algo, backend), path, zip_path.parent)
+    objects = checked_objects(  # (another's run: its pickles with the allow-list only)
+        zip_path, algo=algo, backend=backend, lr_schedule=lr_schedule, clip_range_schedule=clip_range_schedule
+    )
     if stats.is_file():
         restricted_loads(stats.read_bytes(), str(stats))
     try:
@@ -126,7 +142,7 @@ def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
     policy = data.get("policy_class")
     if isinstance(policy, type):
         trained_with = "sbx" if policy.__module__.split(".")[0] == "sbx" else "sb3"
-        if trained_with != ("sbx" if is_sbx(cfg) else "sb3"):
+        if trained_with != ("sbx" if is_sbx(backend) else "sb3"):
             raise _other_backend(path, trained_with)
     policies = tuple(getattr(cls, "policy_aliases", {}).values())
     if isinstance(policy, type) and policies and not issubclass(policy, policies):
@@ -139,9 +155,9 @@ def check_trained_agent(cfg: DictConfig, env: VecEnv) -> list[str]:
         if space in data and data[space] != getattr(env, space) and not (space == "observation_space" and said):
             raise ConfigError(
                 f"trained_agent={path} was trained on the {space.replace('_', ' ')} {_describe(data[space])}, "
-                f"but env.id={cfg.env.id} has {_describe(getattr(env, space))}"
+                f"but env.id={env_id} has {_describe(getattr(env, space))}"
             )
-    trained_agent_stats(cfg)
+    trained_agent_stats(path, normalize)
     if issubclass(cls, OffPolicyAlgorithm) and not files.buffer.is_file():
         said.append(
             f"trained_agent={path} brings no replay buffer: {cls.__name__} continues from an empty one "

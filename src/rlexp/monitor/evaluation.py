@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig
+from rlexp.config.schema import EvalConfig
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -24,18 +24,16 @@ EVAL_SEED_OFFSET = 10_000  # eval episodes never share a seed with training epis
 SHORT_RUN_EVALUATIONS = 5  # periodic evaluations of a run whose budget is below callbacks.eval.freq
 
 
-def eval_env_count(eval_cfg: DictConfig, episodes: int) -> int:
+def eval_env_count(eval_cfg: EvalConfig, episodes: int) -> int:
     """How many eval envs an evaluation of ``episodes`` episodes steps side by side."""
-    return max(1, min(episodes, eval_cfg.get("n_envs") or MAX_EVAL_ENVS))
+    return max(1, min(episodes, eval_cfg.n_envs or MAX_EVAL_ENVS))
 
 
-def eval_freq(cfg: DictConfig, steps: int | None = None) -> int:
-    """Env steps (summed over envs) between periodic evaluations; 0: none. ``steps``: what the run trains
-    (n_timesteps in whole rollouts, rlexp.run.budget; n_timesteps where not known yet). A budget below
-    callbacks.eval.freq is evaluated SHORT_RUN_EVALUATIONS times instead of never, so that a short run too
-    has its best agent, its curve and its sample efficiency."""
-    eval_cfg = cfg.callbacks.eval
-    steps = int(cfg.n_timesteps) if steps is None else steps
+def eval_freq(eval_cfg: EvalConfig, steps: int) -> int:
+    """Env steps (summed over envs) between periodic evaluations of ``eval_cfg`` (callbacks.eval); 0: none.
+    ``steps``: what the run trains (n_timesteps in whole rollouts, rlexp.run.budget; n_timesteps where not
+    known yet). A budget below callbacks.eval.freq is evaluated SHORT_RUN_EVALUATIONS times instead of never,
+    so that a short run too has its best agent, its curve and its sample efficiency."""
     if eval_cfg.n_evaluations:
         return steps // eval_cfg.n_evaluations
     if 0 < steps < eval_cfg.freq:
@@ -43,14 +41,14 @@ def eval_freq(cfg: DictConfig, steps: int | None = None) -> int:
     return eval_cfg.freq
 
 
-def schedule_note(cfg: DictConfig, steps: int) -> str | None:
-    """The line that says a short run (``steps``: what it trains) changed the evaluation schedule (None: it
-    did not)."""
-    freq = eval_freq(cfg, steps)
-    if cfg.callbacks.eval.n_evaluations or freq in (0, cfg.callbacks.eval.freq):
+def schedule_note(eval_cfg: EvalConfig, steps: int) -> str | None:
+    """The line that says a short run (``steps``: what it trains) changed the evaluation schedule of
+    ``eval_cfg`` (callbacks.eval; None: it did not)."""
+    freq = eval_freq(eval_cfg, steps)
+    if eval_cfg.n_evaluations or freq in (0, eval_cfg.freq):
         return None
     return (
-        f"{steps:,} steps are below callbacks.eval.freq={cfg.callbacks.eval.freq}: evaluating every "
+        f"{steps:,} steps are below callbacks.eval.freq={eval_cfg.freq}: evaluating every "
         f"{freq:,} steps instead ({steps // freq} evaluations; callbacks.eval.freq=0 turns them off)"
     )
 

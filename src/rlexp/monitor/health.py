@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback
 
 from rlexp.config.plain import plain_dict
+from rlexp.config.schema import DiagnosticsConfig
 
 log = logging.getLogger(__name__)
 
@@ -57,19 +57,19 @@ class TrainingHealth(BaseCallback):
     them, and at the end of training) and, every ``q_every`` steps of an off-policy agent, the critic's
     Q-values on a replay batch.
 
-    ``target``: the step count learn() stops at; ``found``: summary.json's diagnostics list; ``fresh``:
+    ``diagnostics``: the thresholds (diagnostics.*); ``target``: the step count learn() stops at; ``found``: summary.json's diagnostics list; ``fresh``:
     the run trains a new agent from its first step (the entropy and explained-variance checks compare
     with a run's first updates: not those of a resumed run or of a trained agent continued)."""
 
-    def __init__(self, cfg: DictConfig, target: int, found: list[str], fresh: bool = True) -> None:
+    def __init__(self, diagnostics: DiagnosticsConfig, target: int, found: list[str], fresh: bool = True) -> None:
         super().__init__()
         # plain attributes: an OmegaConf lookup costs microseconds, and SAC has a rollout per step
-        self.cfg = SimpleNamespace(**plain_dict(cfg, resolve=False))
+        self.cfg = SimpleNamespace(**plain_dict(diagnostics, resolve=False))
         self.target, self.found, self.fresh = target, found, fresh
         self.updates: Any = None  # train/n_updates when last read: a value is read once
         self.first: dict[str, float] = {}  # entropy measure at the first update
         self.streak, self.explained = 0, not fresh  # updates until explained variance first exceeds 0
-        self.check_q = cfg.q_factor is not None
+        self.check_q = diagnostics.q_factor is not None
         self.above: dict[str, int] = {}  # updates in a row whose approx_kl / clip_fraction is above its limit
 
     def _on_training_start(self) -> None:
@@ -205,22 +205,24 @@ def estimated_q(model: Any) -> tuple[float, float, float] | None:
     return float(q.abs().mean()), float(reward_max), float(model.gamma)
 
 
-def train_eval_gap(found: list[str], cfg: DictConfig, episodes: Any, final: float, random: float | None) -> None:
+def train_eval_gap(
+    found: list[str], diagnostics: DiagnosticsConfig, episodes: Any, final: float, random: float | None
+) -> None:
     """Warn when the final evaluation falls far below the last training episodes (the agent scores worse
     where it is measured than where it learnt: normalization, deterministic actions, another env?).
     ``episodes``: SB3's ep_info_buffer; the gap is a share of what training gained over the random policy."""
     returns = [float(info["r"]) for info in episodes]
-    if cfg.train_eval_gap is None or len(returns) < GAP_MIN_EPISODES:
+    if diagnostics.train_eval_gap is None or len(returns) < GAP_MIN_EPISODES:
         return
     trained = float(np.mean(returns))
     scale = trained - random if random is not None else abs(trained)  # (no gain over random: no gap)
-    if scale > 0 and trained - final > cfg.train_eval_gap * scale:
+    if scale > 0 and trained - final > diagnostics.train_eval_gap * scale:
         base = "training's gain over the random policy" if random is not None else "the training return"
         say(
             found,
             GAP,
             f"final eval {final:.2f} against {trained:.2f} over the last {len(returns)} training episodes, a gap "
-            f"over {cfg.train_eval_gap:.0%} of {base} (diagnostics.train_eval_gap): the agent is measured "
+            f"over {diagnostics.train_eval_gap:.0%} of {base} (diagnostics.train_eval_gap): the agent is measured "
             "on something other than what it learnt on (normalization statistics, deterministic actions, "
             "an eval env built differently?), or its last updates made it worse",
             now=False,  # found at the end: said under the run's last line
@@ -241,11 +243,13 @@ def no_better_than_random(final_eval: dict[str, Any], baseline: dict[str, Any] |
     )
 
 
-def judge_final(found: list[str], cfg: DictConfig, episodes: Any, final_eval: dict[str, Any], baseline: Any) -> None:
-    """The signs only the final evaluation shows (``cfg``: the run's diagnostics settings; ``baseline``: its
+def judge_final(
+    found: list[str], diagnostics: DiagnosticsConfig, episodes: Any, final_eval: dict[str, Any], baseline: Any
+) -> None:
+    """The signs only the final evaluation shows (``diagnostics``: the run's diagnostics settings; ``baseline``: its
     random baseline, a dict or nothing): a gap to training's returns, no better than random."""
     baseline = baseline if isinstance(baseline, dict) else None
-    train_eval_gap(found, cfg, episodes, final_eval["mean"], (baseline or {}).get("mean"))
-    unlearnt = cfg.beat_random and no_better_than_random(final_eval, baseline)
+    train_eval_gap(found, diagnostics, episodes, final_eval["mean"], (baseline or {}).get("mean"))
+    unlearnt = diagnostics.beat_random and no_better_than_random(final_eval, baseline)
     if unlearnt:  # (said under the run's last line; found only now, so not logged twice)
         found.append(unlearnt)

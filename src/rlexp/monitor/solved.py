@@ -9,6 +9,7 @@ from collections.abc import Callable
 from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import StopTrainingOnRewardThreshold
 
+from rlexp.config.schema import CallbacksConfig, EnvConfig
 from rlexp.errors import ConfigError
 
 
@@ -27,9 +28,9 @@ class StopWhenSolved(StopTrainingOnRewardThreshold):
         return keep_going
 
 
-def stop_value(cfg: DictConfig) -> str | float | None:
+def stop_value(callbacks: CallbacksConfig) -> str | float | None:
     """callbacks.stop as given: "solved", a reward, or None; anything else refused in one line."""
-    stop = cfg.callbacks.stop
+    stop = callbacks.stop
     if isinstance(stop, DictConfig) and set(stop.keys()) == {"reward_threshold"}:
         stop = stop.reward_threshold
     if stop is None:
@@ -41,21 +42,23 @@ def stop_value(cfg: DictConfig) -> str | float | None:
     raise ConfigError(f"callbacks.stop={stop}: expected solved, a reward (a number) or null")
 
 
-def stop_threshold(cfg: DictConfig, spec_threshold: Callable[[], float | None]) -> float | None:
+def stop_threshold(
+    callbacks: CallbacksConfig, env_cfg: EnvConfig, spec_threshold: Callable[[], float | None]
+) -> float | None:
     """The reward a periodic evaluation must reach to end training (callbacks.stop); None: never.
 
     ``spec_threshold``: the reward_threshold of the env's Gymnasium spec (asked only for ``solved``
     without env.reward_threshold)."""
-    stop = stop_value(cfg)
+    stop = stop_value(callbacks)
     if stop is None or isinstance(stop, float):
         return stop
     if stop == "solved":
-        threshold = cfg.env.reward_threshold
+        threshold = env_cfg.reward_threshold
         if threshold is None:
             threshold = spec_threshold()
         if threshold is None:
             raise ConfigError(
-                f"callbacks.stop=solved: {cfg.env.id} has no reward_threshold in its Gymnasium spec; give the "
+                f"callbacks.stop=solved: {env_cfg.id} has no reward_threshold in its Gymnasium spec; give the "
                 "reward to reach: callbacks.stop=<reward> (or env.reward_threshold=<reward>)"
             )
         return float(threshold)

@@ -100,9 +100,9 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
     check_optional_choices(overrides)
     check_ranges(cfg)
     check_policy_kwargs(cfg)
-    if is_sbx(cfg):  # (what needs sbx's classes is checked where the job runs)
-        check_sbx_device(cfg)
-        check_sbx_schedule(cfg, algo_target(cfg))
+    if is_sbx(cfg.backend):  # (what needs sbx's classes is checked where the job runs)
+        check_sbx_device(cfg.device)
+        check_sbx_schedule(cfg.lr_schedule, algo_target(cfg.algo, cfg.backend))
     check_device(cfg.device, here)
 
 
@@ -119,17 +119,27 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
     check_static(cfg, choices, overrides)
     check_family(cfg.env.family, cfg.env.id)
     _check_extra_callbacks(cfg)
-    stop_threshold(cfg, lambda: spec_threshold(cfg.env.id))  # (solved: the env's reward_threshold, in its spec)
+    stop_threshold(
+        cfg.callbacks, cfg.env, lambda: spec_threshold(cfg.env.id)
+    )  # (solved: the env's reward_threshold, in its spec)
     if cfg.env.check and not resuming:
         check_env(cfg.env)
     probe = probe_env(cfg.env, cfg.seed)
     try:
         with warnings.catch_warnings(record=True) as caught:  # SB3's about a batch size, say: the run's too
             warnings.simplefilter("always")
-            build_model(cfg, probe, probe=True)
-            found = check_trained_agent(cfg, probe) if cfg.trained_agent is not None else []
+            build_model(
+                probe, cfg.algo, backend=cfg.backend, torch_threads=cfg.torch_threads, device=cfg.device, seed=cfg.seed,
+                lr_schedule=cfg.lr_schedule, clip_range_schedule=cfg.clip_range_schedule,
+                action_noise=cfg.action_noise, verbose=cfg.logger.verbose, env_cfg=cfg.env, probe=True,
+            )  # fmt: skip
+            found = check_trained_agent(
+                cfg.trained_agent, probe, algo=cfg.algo, backend=cfg.backend, torch_threads=cfg.torch_threads,
+                lr_schedule=cfg.lr_schedule, clip_range_schedule=cfg.clip_range_schedule, env_id=cfg.env.id,
+                normalize=cfg.env.normalize,
+            ) if cfg.trained_agent is not None else []  # fmt: skip
         found = [*dict.fromkeys(warning_line(w.message, w.category, w.filename) for w in caught), *found]
-        found += observation_warnings(cfg, probe)
+        found += observation_warnings(cfg.algo, cfg.env.id, probe)
     finally:
         probe.close()
     return found + config_warnings(cfg)
@@ -140,7 +150,7 @@ def _check_stop(cfg: DictConfig) -> None:
     from rlexp.monitor.evaluation import eval_freq
     from rlexp.monitor.solved import stop_value
 
-    if stop_value(cfg) is not None and eval_freq(cfg) <= 0:
+    if stop_value(cfg.callbacks) is not None and eval_freq(cfg.callbacks.eval, cfg.n_timesteps) <= 0:
         raise ConfigError(
             "callbacks.stop ends training after a periodic evaluation, and callbacks.eval.freq=0 turns them off; "
             "give callbacks.eval.freq > 0"

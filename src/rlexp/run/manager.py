@@ -120,20 +120,29 @@ def _train_and_evaluate(
     """Builds, trains, saves and scores the agent, filling ``record`` as it goes (``resume``: the saved agent
     of this run's earlier part, to continue from; ``curves``: drawn once training has ended)."""
     continued = resume is not None  # monitor files and logs grow instead of starting over
-    stats = normalization_for_run(cfg, resume.path if resume else None)
-    with run_envs(cfg, run_dir / MONITOR_DIR, stats, continued) as (train_env, eval_env):
-        model = agent_for_run(cfg, train_env, resume.path if resume else None)
-        record.device = jax_device() if is_sbx(cfg) else str(model.device)
+    stats = normalization_for_run(cfg.trained_agent, cfg.env.normalize, resume.path if resume else None)
+    envs = run_envs(
+        cfg.env, run_dir / MONITOR_DIR, stats, continued, seed=cfg.seed, eval_cfg=cfg.callbacks.eval,
+        check_finite=cfg.diagnostics.finite, n_timesteps=cfg.n_timesteps,
+    )  # fmt: skip
+    with envs as (train_env, eval_env):
+        model = agent_for_run(
+            train_env, resume.path if resume else None, cfg.trained_agent, algo=cfg.algo, backend=cfg.backend,
+            torch_threads=cfg.torch_threads, device=cfg.device, seed=cfg.seed, lr_schedule=cfg.lr_schedule,
+            clip_range_schedule=cfg.clip_range_schedule, action_noise=cfg.action_noise,
+            verbose=cfg.logger.verbose, env_cfg=cfg.env,
+        )  # fmt: skip
+        record.device = jax_device() if is_sbx(cfg.backend) else str(model.device)
         writers = [GuardedWriter(t.writer(), t.name) for t in trackers]  # a tracker that fails is a warning
         logs = run_dir / LOGS_DIR
         model.set_logger(run_logger(cfg.logger.formats, cfg.logger.verbose, logs, writers, resume and resume.step))
         if resume is None:
             before_training(cfg, record, model, stopper)
-        threshold = stop_threshold(cfg, lambda: spec_threshold(cfg.env.id))
+        threshold = stop_threshold(cfg.callbacks, cfg.env, lambda: spec_threshold(cfg.env.id))
         record.stop_reward_threshold = ABSENT if threshold is None or eval_env is None else threshold
         fresh = resume is None and cfg.trained_agent is None
         callbacks = build_callbacks(
-            cfg,
+            cfg.callbacks,
             run_dir,
             eval_env,
             stopper,
@@ -143,6 +152,9 @@ def _train_and_evaluate(
             reporter,
             threshold,
             origin=record.start_step if isinstance(record.start_step, int) else 0,
+            diagnostics_cfg=cfg.diagnostics,
+            n_envs=cfg.env.n_envs,
+            verbose=cfg.logger.verbose,
         )
         if resume is not None and callbacks.save_best is not None:
             step = int(model.num_timesteps)
@@ -156,7 +168,17 @@ def _train_and_evaluate(
         try:  # a stop signal abandons it: the trained agent resumes to it
             stopper.check_evaluation()
             episodes, deterministic = cfg.callbacks.eval.final_episodes, cfg.callbacks.eval.deterministic
-            with closed_at_end(build_eval_env(cfg, episodes, run_dir / MONITOR_DIR / FINAL_EPISODES, continued)) as env:
+            with closed_at_end(
+                build_eval_env(
+                    cfg.env,
+                    episodes,
+                    run_dir / MONITOR_DIR / FINAL_EPISODES,
+                    continued,
+                    seed=cfg.seed,
+                    eval_cfg=cfg.callbacks.eval,
+                    check_finite=cfg.diagnostics.finite,
+                )
+            ) as env:
                 final = final_evaluation(model, train_env, env, episodes, deterministic, stopper.check_evaluation)
         except StopEvaluation:
             stopper.save(int(model.num_timesteps))

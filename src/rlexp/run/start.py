@@ -60,7 +60,7 @@ def start_run(
         record, resume = _new_record(cfg, choices, run_dir, command, threads, warnings), None
     else:
         record, resume = previous
-        record.resume(resume.step, threads, is_sbx(cfg), run_dir)
+        record.resume(resume.step, threads, is_sbx(cfg.backend), run_dir)
         log.info("resuming the run in %s from step %d (%s)", run_dir, resume.step, resume.path.name)
     record.write()
     return record, resume
@@ -89,7 +89,7 @@ def before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, st
     if cfg.trained_agent is not None:
         steps = f"from its step {start:,}: {record.budget - start:,} steps more, to step {record.budget:,}"
         log.info("continuing the agent of %s %s", cfg.trained_agent, steps)
-    note = schedule_note(cfg, record.budget - start)
+    note = schedule_note(cfg.callbacks.eval, record.budget - start)
     if note is not None:
         log.info(note)
     record.write()  # a run killed from here on can be resumed
@@ -99,4 +99,6 @@ def _new_record(
     cfg: DictConfig, choices: dict[str, Any], run_dir: Path, command: list[str], threads: int, warnings: list[str]
 ) -> RunRecord:
     """The record of a run that starts now (status running)."""
-    return RunRecord.start(cfg, choices, run_dir, command, threads, warnings, algo_target(cfg), is_sbx(cfg))
+    return RunRecord.start(
+        cfg, choices, run_dir, command, threads, warnings, algo_target(cfg.algo, cfg.backend), is_sbx(cfg.backend)
+    )

@@ -97,7 +97,7 @@ class MlflowTracker:
             from rlexp.rundir.provenance import git_commit
 
             tags = {
-                "algo": algo_target(cfg).rsplit(".", 1)[-1],
+                "algo": algo_target(cfg.algo, cfg.backend).rsplit(".", 1)[-1],
                 "env": str(cfg.env.id),
                 "seed": str(cfg.seed),
                 "rlexp.run_dir": str(run_dir.resolve()),
