@@ -8,7 +8,13 @@ from conftest import compose_cfg
 from omegaconf import open_dict
 
 from rlexp.config.overrides import as_override, whole_numbers
-from rlexp.config.validation import check_ranges, config_warnings, did_you_mean, reject_unknown_keys
+from rlexp.config.validation import (
+    check_evaluation_count,
+    check_ranges,
+    config_warnings,
+    did_you_mean,
+    reject_unknown_keys,
+)
 from rlexp.errors import ConfigError
 from rlexp.monitor.evaluation import eval_env_count, eval_freq, schedule_note
 
@@ -38,6 +44,7 @@ def test_a_value_out_of_range_is_refused_naming_its_key(ppo, key, value, line):
         _select(cfg, parent)[leaf] = value
     with pytest.raises(ConfigError) as err:
         check_ranges(cfg)
+        check_evaluation_count(cfg.callbacks.eval, cfg.n_timesteps)
     assert str(err.value).startswith(line)
 
 
@@ -57,12 +64,23 @@ def test_an_unknown_key_is_refused_with_the_key_meant():
     assert did_you_mean("zzz", ["n_timesteps"]) == ""
 
 
+def _warnings(cfg):
+    return config_warnings(
+        algo=cfg.algo,
+        env=cfg.env,
+        n_timesteps=cfg.n_timesteps,
+        trained_agent=cfg.trained_agent,
+        tuned_file=cfg.tuned_file,
+        tuned_env_id=cfg.tuned_env_id,
+    )
+
+
 def test_warnings_of_a_valid_but_suspicious_config():
     sac = compose_cfg(["algo=sac", "env=pendulum", "n_timesteps=500", "algo.learning_starts=1000"])[0]
-    (warning,) = config_warnings(sac)
+    (warning,) = _warnings(sac)
     assert warning.startswith("algo.learning_starts=1000 >= n_timesteps=500")
     other_env = compose_cfg(["env.id=Acrobot-v1"])[0]
-    assert "was tuned for CartPole-v1, not env.id=Acrobot-v1" in config_warnings(other_env)[0]
+    assert "was tuned for CartPole-v1, not env.id=Acrobot-v1" in _warnings(other_env)[0]
 
 
 def test_the_evaluation_schedule_follows_a_budget_below_its_interval(ppo):
@@ -118,17 +136,26 @@ def test_the_tuned_line_names_the_env_id_trained():
             "env": {"id": "Hopper-v5"},
         }
     )
-    note = tuned_note(cfg, {"algo": "sac", "env": "cartpole", "tuned": "sac_cartpole"})
-    assert note.startswith("no tuned values for sac on Hopper-v5: SB3 defaults")
-    assert tuned_note(cfg, {"algo": "sac", "env": "cartpole", "tuned": None}).startswith("tuned hyperparameters: off")
+
+    def note(choices):
+        return tuned_note(
+            choices,
+            env_id=cfg.env.id,
+            tuned_file=cfg.tuned_file,
+            tuned_env_id=cfg.tuned_env_id,
+            tuned_source=cfg.tuned_source,
+            tuned_departures=cfg.tuned_departures,
+        )
+
+    assert note({"algo": "sac", "env": "cartpole", "tuned": "sac_cartpole"}).startswith(
+        "no tuned values for sac on Hopper-v5: SB3 defaults"
+    )
+    assert note({"algo": "sac", "env": "cartpole", "tuned": None}).startswith("tuned hyperparameters: off")
     cfg.tuned_file, cfg.tuned_env_id, cfg.env.id = "sac_hopper", "Hopper-v5", "Hopper-v4"
     cfg.tuned_source = "rl-zoo3 2.9.2 sac.yml Hopper-v4"
-    assert (
-        tuned_note(cfg, {})
-        == "tuned hyperparameters: tuned/sac_hopper.yaml (rl-zoo3 2.9.2 sac.yml Hopper-v4) on Hopper-v4"
-    )
+    assert note({}) == "tuned hyperparameters: tuned/sac_hopper.yaml (rl-zoo3 2.9.2 sac.yml Hopper-v4) on Hopper-v4"
     cfg.tuned_departures = ["env.n_envs"]
-    assert "rlexp departs in env.n_envs" in tuned_note(cfg, {})
+    assert "rlexp departs in env.n_envs" in note({})
 
 
 def test_a_tuned_file_applies_to_its_id_the_presets_aliases_and_its_family():
@@ -136,15 +163,14 @@ def test_a_tuned_file_applies_to_its_id_the_presets_aliases_and_its_family():
 
     from rlexp.config.validation import tuned_for
 
-    def cfg(tuned_env_id: str, env_id: str, family: str | None = None, aliases: list[str] | None = None):
-        env = {"id": env_id, "family": family, "aliases": aliases or []}
-        return OmegaConf.create({"tuned_env_id": tuned_env_id, "env": env})
+    def env(env_id: str, family: str | None = None, aliases: list[str] | None = None):
+        return OmegaConf.create({"id": env_id, "family": family, "aliases": aliases or []})
 
-    assert tuned_for(cfg("Hopper-v5", "Hopper-v5"))
-    assert tuned_for(cfg("Hopper-v5", "Hopper-v4", "mujoco", ["Hopper-v4"]))
-    assert not tuned_for(cfg("Hopper-v5", "Walker2d-v5", "mujoco", ["Hopper-v4"]))
-    assert tuned_for(cfg("atari", "ALE/Breakout-v5", "atari"))
-    assert not tuned_for(cfg("atari", "CartPole-v1"))
+    assert tuned_for(env("Hopper-v5"), "Hopper-v5")
+    assert tuned_for(env("Hopper-v4", "mujoco", ["Hopper-v4"]), "Hopper-v5")
+    assert not tuned_for(env("Walker2d-v5", "mujoco", ["Hopper-v4"]), "Hopper-v5")
+    assert tuned_for(env("ALE/Breakout-v5", "atari"), "atari")
+    assert not tuned_for(env("CartPole-v1"), "atari")
 
 
 def test_env_id_picks_the_preset_of_that_id():

@@ -15,6 +15,7 @@ from background import ended
 from conftest import compose_cfg, rlexp_cli, stderr_lines
 
 import rlexp
+from rlexp.config.plain import plain_dict
 from rlexp.lifecycle.state import unfinished_before
 
 # the default run dir (outputs/ppo-cartpole/<time>), as a user's plain command: no hydra.run.dir
@@ -79,7 +80,7 @@ def test_a_killed_run_is_called_dead_and_the_same_command_names_it_and_how_it_co
         (folder / start).mkdir()
         (folder / "latest").unlink()
         (folder / "latest").symlink_to(start)
-        assert getattr(unfinished_before(cfg, folder / start), "run_dir", None) == left
+        assert getattr(unfinished_before(plain_dict(cfg), folder / start), "run_dir", None) == left
         (folder / start).rmdir()
 
     # the printed command continues the dead run in its dir, from that checkpoint, to the same total

@@ -483,6 +483,7 @@ def test_a_run_of_an_older_rlexp_without_the_keys_added_since_is_the_same_run(tm
     import yaml
     from conftest import compose_cfg
 
+    from rlexp.config.plain import plain_dict
     from rlexp.lifecycle.state import config_difference
 
     train([*FAST, "callbacks=none"], tmp_path)
@@ -491,12 +492,12 @@ def test_a_run_of_an_older_rlexp_without_the_keys_added_since_is_the_same_run(tm
     del saved["algo"]["target_kl"], saved["algo"]["normalize_advantage"]  # (algo.*: from PPO's schema)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
     cfg, _ = compose_cfg([*FAST, "callbacks=none"])
-    assert config_difference(cfg, tmp_path) == ""
+    assert config_difference(plain_dict(cfg), tmp_path) == ""
     # what a run reports (diagnostics, curves, logs) is not what it trains: still the same run
     cfg, _ = compose_cfg([*FAST, "callbacks=none", "diagnostics=none", "curves=true", "logger.verbose=2"])
-    assert config_difference(cfg, tmp_path) == ""
+    assert config_difference(plain_dict(cfg), tmp_path) == ""
     cfg, _ = compose_cfg([*FAST, "callbacks=none", "random_baseline.episodes=3"])
-    assert config_difference(cfg, tmp_path) == "random_baseline.episodes"
+    assert config_difference(plain_dict(cfg), tmp_path) == "random_baseline.episodes"
 
 
 @pytest.mark.slow

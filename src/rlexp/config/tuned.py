@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -9,7 +10,6 @@ from typing import Any
 
 import yaml
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
 
 from rlexp.config.algorithms import ALGORITHMS
 from rlexp.config.validation import did_you_mean
@@ -59,16 +59,25 @@ def check_tuned(choices: dict[str, Any], overrides: list[str]) -> None:
         raise ConfigError(f"tuned={named[-1]}: no such tuned file{hint}")
 
 
-def tuned_note(cfg: DictConfig, choices: dict[str, Any]) -> str:
-    """Which tuned file applies, in one line, for the start of a run."""
-    if cfg.tuned_file:
-        source = cfg.tuned_source or f"for {cfg.tuned_env_id}"
-        departures = f"; rlexp departs in {', '.join(cfg.tuned_departures)}" if cfg.tuned_departures else ""
-        return f"tuned hyperparameters: tuned/{cfg.tuned_file}.yaml ({source}{departures}) on {cfg.env.id}"
+def tuned_note(
+    choices: dict[str, Any],
+    *,
+    env_id: str,
+    tuned_file: str | None,
+    tuned_env_id: str | None,
+    tuned_source: str | None,
+    tuned_departures: Sequence[str],
+) -> str:
+    """Which tuned file applies, in one line, for the start of a run; the ``tuned_*`` parameters are the
+    experiment config's keys of those names (what the tuned file set), ``env_id`` its ``env.id``."""
+    if tuned_file:
+        source = tuned_source or f"for {tuned_env_id}"
+        departures = f"; rlexp departs in {', '.join(tuned_departures)}" if tuned_departures else ""
+        return f"tuned hyperparameters: tuned/{tuned_file}.yaml ({source}{departures}) on {env_id}"
     if choices.get("tuned") is None:
         return "tuned hyperparameters: off (~tuned); the algorithm's defaults"
     # (the env id trained, not only the preset's name: env=cartpole env.id=Hopper-v5 trains Hopper)
-    return f"no tuned values for {choices.get('algo')} on {cfg.env.id}: SB3 defaults (rlexp list shows the tuned pairs)"
+    return f"no tuned values for {choices.get('algo')} on {env_id}: SB3 defaults (rlexp list shows the tuned pairs)"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from rlexp.config.schema import Range, field_range
+from rlexp.config.schema import AlgoConfig, EnvConfig, EvalConfig, Range, field_range
 from rlexp.errors import ConfigError
 
 
@@ -34,26 +34,31 @@ def ranged_values(node: DictConfig, path: str = "") -> Iterator[tuple[str, Any, 
             yield full, OmegaConf.select(node, str(key), default=None), must_be
 
 
-def check_ranges(cfg: DictConfig) -> None:
-    """Ranges that no type expresses (declared with their keys in the schema), and evaluations that fit in
-    the budget."""
-    for key, value, must_be in ranged_values(cfg):
+def check_ranges(node: DictConfig) -> None:
+    """Ranges that no type expresses (declared with their keys in the schema), under ``node``: a config of
+    any schema, walked key by key as ``ranged_values`` does (the front door gives the experiment config, so
+    that a key is named from its root: ``algo.gamma``)."""
+    for key, value, must_be in ranged_values(node):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue  # null, or not a number (SAC's ent_coef: "auto")
         if value not in must_be:
             raise ConfigError(f"{key}={value}: must be {must_be}")
-    n_evaluations = cfg.callbacks.eval.n_evaluations
-    if n_evaluations is not None and n_evaluations > cfg.n_timesteps:
-        raise ConfigError(f"callbacks.eval.n_evaluations={n_evaluations}: must be <= n_timesteps={cfg.n_timesteps}")
+
+
+def check_evaluation_count(eval_cfg: EvalConfig, n_timesteps: int) -> None:
+    """Evaluations that fit in the budget: ``callbacks.eval.n_evaluations`` at most one per step."""
+    n_evaluations = eval_cfg.n_evaluations
+    if n_evaluations is not None and n_evaluations > n_timesteps:
+        raise ConfigError(f"callbacks.eval.n_evaluations={n_evaluations}: must be <= n_timesteps={n_timesteps}")
 
 
 def _layer_sizes(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value)
 
 
-def check_policy_kwargs(cfg: DictConfig) -> None:
+def check_policy_kwargs(algo: AlgoConfig) -> None:
     """algo.policy_kwargs.net_arch as SB3 takes it (torch would only say "empty(): argument 'size'...")."""
-    net_arch = OmegaConf.select(cfg, "algo.policy_kwargs.net_arch", default=None)
+    net_arch = (algo.policy_kwargs or {}).get("net_arch")
     if net_arch is None:
         return
     value = OmegaConf.to_container(net_arch) if OmegaConf.is_config(net_arch) else net_arch
@@ -104,27 +109,35 @@ def job_config(config: DictConfig) -> DictConfig:
     return cfg
 
 
-def tuned_for(cfg: DictConfig) -> bool:
-    """Whether the tuned file applies to the env trained: its own id, an id the preset answers to (RL Zoo's
-    Hopper-v4 for Hopper-v5), or any game of a family tuned as one (Atari)."""
-    env = cfg.env
-    if cfg.tuned_env_id == env.id or (env.family is not None and cfg.tuned_env_id == env.family):
+def tuned_for(env: EnvConfig, tuned_env_id: str | None) -> bool:
+    """Whether the tuned file tuned for ``tuned_env_id`` applies to the env trained: its own id, an id the
+    preset answers to (RL Zoo's Hopper-v4 for Hopper-v5), or any game of a family tuned as one (Atari)."""
+    if tuned_env_id == env.id or (env.family is not None and tuned_env_id == env.family):
         return True
-    return env.id in env.get("aliases", [])
+    return env.id in (getattr(env, "aliases", None) or [])
 
 
-def config_warnings(cfg: DictConfig) -> list[str]:
-    """What a config that is valid may still get wrong: warned about at the start of the run, and recorded."""
+def config_warnings(
+    *,
+    algo: AlgoConfig,
+    env: EnvConfig,
+    n_timesteps: int,
+    trained_agent: str | None,
+    tuned_file: str | None,
+    tuned_env_id: str | None,
+) -> list[str]:
+    """What a config that is valid may still get wrong: warned about at the start of the run, and recorded.
+    Each parameter is the experiment config's key of that name (``algo``, ``env``: its groups)."""
     found = []
-    starts = OmegaConf.select(cfg, "algo.learning_starts", default=None)
-    if isinstance(starts, int) and cfg.trained_agent is None and starts >= cfg.n_timesteps:
+    starts = getattr(algo, "learning_starts", None)  # (off-policy algorithms')
+    if isinstance(starts, int) and trained_agent is None and starts >= n_timesteps:
         found.append(
-            f"algo.learning_starts={starts} >= n_timesteps={cfg.n_timesteps}: the agent only collects "
+            f"algo.learning_starts={starts} >= n_timesteps={n_timesteps}: the agent only collects "
             "random transitions and never trains"
         )
-    if cfg.tuned_file and not tuned_for(cfg):
+    if tuned_file and not tuned_for(env, tuned_env_id):
         found.append(
-            f"tuned/{cfg.tuned_file}.yaml was tuned for {cfg.tuned_env_id}, not env.id={cfg.env.id}; "
+            f"tuned/{tuned_file}.yaml was tuned for {tuned_env_id}, not env.id={env.id}; "
             "add ~tuned to train with the algorithm's defaults"
         )
     return found

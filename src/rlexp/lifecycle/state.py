@@ -6,13 +6,12 @@ died, is continued there (rlexp.lifecycle.resume says from where).
 
 from __future__ import annotations
 
+import copy
 import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from omegaconf import DictConfig
 
 from rlexp.config.plain import plain_dict
 from rlexp.errors import ConfigError
@@ -103,10 +102,11 @@ def unfinished(record: RunRecord, run_dir: Path) -> Unfinished | None:
 LOOKED_BACK = 20
 
 
-def unfinished_before(cfg: DictConfig, run_dir: Path) -> Unfinished | None:
+def unfinished_before(config: dict[str, Any], run_dir: Path) -> Unfinished | None:
     """For a run starting in a folder of runs (outputs/<algo>-<env>/, whose ``latest`` points at it): the
     newest earlier run of the same config there, when it ended unfinished (the same command run again
-    after a run was killed starts a new run: this says which run it leaves behind, and how it continues)."""
+    after a run was killed starts a new run: this says which run it leaves behind, and how it continues).
+    ``config``: the run's composed config as plain data (config_difference: the whole is compared)."""
     folder = run_dir.parent
     link = folder / LATEST_LINK
     if not link.is_symlink() or link.resolve() != run_dir.resolve():
@@ -120,8 +120,8 @@ def unfinished_before(cfg: DictConfig, run_dir: Path) -> Unfinished | None:
             record = read_record(other)
             if (
                 record is None
-                or (record.seed, record.env_id) != (cfg.seed, cfg.env.id)
-                or config_difference(cfg, other)
+                or (record.seed, record.env_id) != (config["seed"], config["env"]["id"])
+                or config_difference(config, other)
             ):
                 continue
         except (ConfigError, OSError):  # (an unreadable run is not this config's, as far as can be told)
@@ -153,9 +153,12 @@ def _first_difference(old: Any, new: Any, path: str = "") -> str:
 NOT_COMPARED = ("logger", "curves", "diagnostics", "env.reward_threshold")
 
 
-def config_difference(cfg: DictConfig, run_dir: Path) -> str:
-    """The first key where ``cfg`` differs from the config of the run in ``run_dir`` ('' if none)."""
-    old, new = plain_dict(read_config(run_dir)), plain_dict(cfg)
+def config_difference(config: dict[str, Any], run_dir: Path) -> str:
+    """The first key where ``config`` differs from the config of the run in ``run_dir`` ('' if none).
+
+    ``config``: a run's composed config as plain data (rlexp.config.plain.plain_dict): whole, because
+    whether two runs are one is decided by every key they train with (NOT_COMPARED aside)."""
+    old, new = plain_dict(read_config(run_dir)), copy.deepcopy(config)
     for key in NOT_COMPARED:
         *parents, last = key.split(".")
         for config in (old, new):
@@ -166,17 +169,17 @@ def config_difference(cfg: DictConfig, run_dir: Path) -> str:
 
 
 def check_run_dir(
-    cfg: DictConfig, run_dir: Path, keep_completed: bool = False, warn: bool = False
+    config: dict[str, Any], run_dir: Path, keep_completed: bool = False, warn: bool = False
 ) -> tuple[RunRecord, ResumePoint | None] | None:
     """Refuses a run dir that holds another run; returns the record and resume point of this run when
     it is there to continue (point None: no intact checkpoint is left, and it starts over), else None.
 
-    ``keep_completed``: this run, completed, is accepted (a multirun run again keeps it); ``warn``: about
-    damaged agents passed over."""
+    ``config``: the run's composed config as plain data (config_difference); ``keep_completed``: this run,
+    completed, is accepted (a multirun run again keeps it); ``warn``: about damaged agents passed over."""
     record = read_record(run_dir)
     if record is None:
         return None
-    if keep_completed and record.status == COMPLETED and not config_difference(cfg, run_dir):
+    if keep_completed and record.status == COMPLETED and not config_difference(config, run_dir):
         return None
     point = resume_point(run_dir, record, warn)
     # an interrupted run whose resume agent is damaged, with no intact checkpoint either, starts over
@@ -190,7 +193,7 @@ def check_run_dir(
             f"hydra.run.dir={run_dir} already holds a run (status {status}{owner}); choose a new "
             f"directory (to continue that agent: trained_agent={run_dir})"
         )
-    differs = config_difference(cfg, run_dir)
+    differs = config_difference(config, run_dir)
     if differs:
         raise ConfigError(
             f"hydra.run.dir={run_dir} holds an interrupted run with another config (differs at "
@@ -199,13 +202,14 @@ def check_run_dir(
     return record, point
 
 
-def resumable_run(cfg: DictConfig, run_dir: Path) -> tuple[RunRecord, ResumePoint] | None:
+def resumable_run(config: dict[str, Any], run_dir: Path) -> tuple[RunRecord, ResumePoint] | None:
     """The record of the run to continue in ``run_dir`` (stopped by a signal, or its process died;
-    same config) and where to continue it from; None for a new run dir, or for an abandoned run that
-    saved nothing (its files are set aside and it starts over). Any other run there is refused."""
+    same ``config``, the composed config as plain data) and where to continue it from; None for a new run
+    dir, or for an abandoned run that saved nothing (its files are set aside and it starts over). Any
+    other run there is refused."""
     if (run_dir / SUMMARY_FILE).is_file():
         recover_partial_saves(run_dir)  # before the resume point is chosen and best/ is read
-    found = check_run_dir(cfg, run_dir, warn=True)
+    found = check_run_dir(config, run_dir, warn=True)
     if found is None:
         return None
     record, point = found

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-from omegaconf import DictConfig, OmegaConf
-
 from rlexp.errors import ConfigError
 from rlexp.references.files import MIN_SEEDS, Reference, load_reference
 from rlexp.references.zoo_benchmark import run_published
@@ -96,25 +93,31 @@ def verdict(reference: Reference, final: float, steps: int, changes: list[str]) 
     }
 
 
-def run_verdict(cfg: DictConfig, final: float, steps: int) -> dict[str, Any] | None:
-    """The verdict of a completed run whose tuned file has a reference on its env id (None otherwise); a
-    reference that cannot be read gives the reason instead of a verdict (the run itself is complete)."""
-    if not cfg.get("tuned_file"):
+def run_verdict(
+    config: dict[str, Any], tuned_file: str | None, env_id: str, final: float, steps: int
+) -> dict[str, Any] | None:
+    """The verdict of a completed run whose tuned file (``tuned_file``) has a reference on its env id
+    (``env_id``; None otherwise); a reference that cannot be read gives the reason instead of a verdict (the
+    run itself is complete). ``config``: the run's composed config as plain data (config.yaml's values:
+    rlexp.config.plain.plain_dict with enums by name), whole because the verdict names every key where it
+    differs from the reference's config."""
+    if not tuned_file:
         return None
     try:
-        reference = load_reference(cfg.tuned_file)
-        if reference is None or reference.env_id != cfg.env.id or reference.finals.size < MIN_SEEDS:
+        reference = load_reference(tuned_file)
+        if reference is None or reference.env_id != env_id or reference.finals.size < MIN_SEEDS:
             return None
-        config = yaml.safe_load(OmegaConf.to_yaml(cfg, resolve=True))
         return verdict(reference, final, steps, changed_keys(config, reference.config))
     except ConfigError as err:
         return {"verdict": "unavailable", "line": f"no reference verdict: {err}"}
 
 
 def run_standing(
-    cfg: DictConfig, algo: str | None, final: float, steps: int
+    config: dict[str, Any], *, algo: str | None, tuned_file: str | None, env_id: str, final: float, steps: int
 ) -> tuple[dict[str, Any] | _Absent, dict[str, Any] | _Absent]:
     """What a completed run's record says of its score: its verdict (summary.json's ``reference``) and, for a
-    tuned pair without reference results, RL Zoo's published score beside it (``zoo_published``)."""
-    published = run_published(algo, cfg.env.id, cfg.tuned_file, final, steps)
-    return run_verdict(cfg, final, steps) or ABSENT, published or ABSENT
+    tuned pair without reference results, RL Zoo's published score beside it (``zoo_published``).
+    ``config``: the composed config as plain data (run_verdict); ``algo``: the algo choice; ``tuned_file``,
+    ``env_id``: the config's ``tuned_file`` and ``env.id``."""
+    published = run_published(algo, env_id, tuned_file, final, steps)
+    return run_verdict(config, tuned_file, env_id, final, steps) or ABSENT, published or ABSENT

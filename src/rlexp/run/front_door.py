@@ -26,8 +26,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.cluster.cpus import cnn_on_envpool, passive_waits
 from rlexp.config.env_families import check_family
+from rlexp.config.plain import plain_dict
 from rlexp.config.tuned import check_tuned
 from rlexp.config.validation import (
+    check_evaluation_count,
     check_policy_kwargs,
     check_ranges,
     config_warnings,
@@ -94,12 +96,13 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
     _check_moved_targets(OmegaConf.to_container(cfg, resolve=False))
     reject_unknown_keys(cfg)
     check_group_keys(cfg, overrides)
-    check_installed(cfg)
+    check_installed(cfg.logger)
     _check_stop(cfg)
     check_tuned(choices, overrides)  # (before the generic check of optional groups: it says more for tuned=)
     check_optional_choices(overrides)
     check_ranges(cfg)
-    check_policy_kwargs(cfg)
+    check_evaluation_count(cfg.callbacks.eval, cfg.n_timesteps)
+    check_policy_kwargs(cfg.algo)
     if is_sbx(cfg.backend):  # (what needs sbx's classes is checked where the job runs)
         check_sbx_device(cfg.device)
         check_sbx_schedule(cfg.lr_schedule, algo_target(cfg.algo, cfg.backend))
@@ -142,7 +145,14 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
         found += observation_warnings(cfg.algo, cfg.env.id, probe)
     finally:
         probe.close()
-    return found + config_warnings(cfg)
+    return found + config_warnings(
+        algo=cfg.algo,
+        env=cfg.env,
+        n_timesteps=cfg.n_timesteps,
+        trained_agent=cfg.trained_agent,
+        tuned_file=cfg.tuned_file,
+        tuned_env_id=cfg.tuned_env_id,
+    )
 
 
 def _check_stop(cfg: DictConfig) -> None:
@@ -207,7 +217,7 @@ class FrontDoor(Callback):
             raise Refused(err) from err
         try:
             cfg = job_config(config)
-            found = check_run_dir(cfg, run_dir)  # another run in that dir is refused
+            found = check_run_dir(plain_dict(cfg), run_dir)  # another run in that dir is refused
             resuming = found is not None and found[1] is not None  # (else: absent, or starts over)
             warnings = check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task), resuming)
         except BaseException as err:  # (Ctrl-C during the checks included)

@@ -24,6 +24,7 @@ from rlexp.builders.envs import build_eval_env, closed_at_end, run_envs, spec_th
 from rlexp.builders.logger import run_logger
 from rlexp.builders.torch_settings import foreach_optimizers, unchecked_distributions
 from rlexp.config.overrides import as_override
+from rlexp.config.plain import plain_dict
 from rlexp.errors import Diverged
 from rlexp.figures.curves import BackgroundCurves
 from rlexp.lifecycle import lock
@@ -69,7 +70,7 @@ def run(
     ``rerun``: the command that runs it again in its dir (default: ``command`` with the run dir)."""
     with lock.held(run_dir):  # taken by the front door for a single run; for a multirun job here
         done = completed_run(run_dir)
-        if keep_completed and done is not None and not config_difference(cfg, run_dir):
+        if keep_completed and done is not None and not config_difference(plain_dict(cfg), run_dir):
             if on_end is not None:
                 on_end(done, run_dir, True)
             return done
@@ -82,7 +83,7 @@ def run(
         trackers: list[Tracker] = []
         try:
             with recorded_warnings(record):
-                trackers = start_trackers(cfg, run_dir, record.trackers, record.start_time)
+                trackers = start_trackers(cfg.logger, run_dir, record, plain_dict(cfg))
                 # (without diagnostics.finite, torch's own argument checks are the only NaN check left)
                 with unchecked_distributions() if cfg.diagnostics.finite else nullcontext():
                     _train_and_evaluate(cfg, run_dir, record, reporter, resume, stopper, curves, trackers)
@@ -185,7 +186,14 @@ def _train_and_evaluate(
             raise stopper.interrupted() from None  # type: ignore[misc]  # (saved just above: never None)
         record.final_eval = final
         judge_final(record.diagnostics, cfg.diagnostics, model.ep_info_buffer, final, record.random_baseline)
-        record.reference, record.zoo_published = run_standing(cfg, record.algo, final["mean"], int(model.num_timesteps))
+        record.reference, record.zoo_published = run_standing(
+            plain_dict(cfg, enum_to_str=True),
+            algo=record.algo,
+            tuned_file=cfg.tuned_file,
+            env_id=cfg.env.id,
+            final=final["mean"],
+            steps=int(model.num_timesteps),
+        )
 
 
 def _learn(

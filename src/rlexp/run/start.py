@@ -16,6 +16,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from rlexp.builders.backends import algo_target, is_sbx
 from rlexp.builders.envs import closed_at_end, one_env
 from rlexp.cluster.cpus import cnn_on_envpool, job_threads
+from rlexp.config.plain import plain_dict
 from rlexp.config.tuned import tuned_note
 from rlexp.lifecycle.preemption import StopOnSignal
 from rlexp.lifecycle.resume import ResumePoint
@@ -41,22 +42,31 @@ def start_run(
 ) -> tuple[RunRecord, ResumePoint | None]:
     """The run's record, new or of the run it continues (and where that stopped), written to the run dir.
     ``trial``: a search trial's number and sampled values, which its first line says."""
-    previous = resumable_run(cfg, run_dir)
-    left = unfinished_before(cfg, run_dir) if previous is None else None  # a new run, after a killed one
+    config = plain_dict(cfg)  # (the whole, as data: compared with earlier runs', written as config.yaml)
+    previous = resumable_run(config, run_dir)
+    left = unfinished_before(config, run_dir) if previous is None else None  # a new run, after a killed one
     if left is not None:  # (which run it leaves behind, and how that one goes on)
         log.warning(left.rerun_line())
     if trial is not None:
         number, params = trial
         sampled = ", ".join(f"{key}={_shown(value)}" for key, value in params.items())
         log.info("search trial %d trains with its sampled values: %s", number, sampled or "none")
-    log.info(tuned_note(cfg, choices) + (", under the trial's sampled values" if trial and trial[1] else ""))
+    note = tuned_note(
+        choices,
+        env_id=cfg.env.id,
+        tuned_file=cfg.tuned_file,
+        tuned_env_id=cfg.tuned_env_id,
+        tuned_source=cfg.tuned_source,
+        tuned_departures=cfg.tuned_departures,
+    )
+    log.info(note + (", under the trial's sampled values" if trial and trial[1] else ""))
     log.info(vec_env_note(cfg.env))
     for warning in warnings:
         log.warning(warning)
     threads = job_threads(cfg.torch_threads, cnn_on_envpool(cfg.env.vec_env, str(cfg.algo.policy)))
     torch.set_num_threads(threads)
     if previous is None:
-        write_config(run_dir, cfg, shlex.join(rerun))
+        write_config(run_dir, config, shlex.join(rerun))
         record, resume = _new_record(cfg, choices, run_dir, command, threads, warnings), None
     else:
         record, resume = previous
@@ -100,5 +110,17 @@ def _new_record(
 ) -> RunRecord:
     """The record of a run that starts now (status running)."""
     return RunRecord.start(
-        cfg, choices, run_dir, command, threads, warnings, algo_target(cfg.algo, cfg.backend), is_sbx(cfg.backend)
+        choices,
+        run_dir,
+        env_id=cfg.env.id,
+        tuned_file=cfg.tuned_file,
+        tuned_env_id=cfg.tuned_env_id,
+        seed=cfg.seed,
+        n_timesteps=cfg.n_timesteps,
+        trained_agent=cfg.trained_agent,
+        command=command,
+        threads=threads,
+        warnings=warnings,
+        algo_class=algo_target(cfg.algo, cfg.backend),
+        sbx=is_sbx(cfg.backend),
     )

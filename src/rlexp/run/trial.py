@@ -11,6 +11,7 @@ import optuna
 from omegaconf import DictConfig
 
 from rlexp.config.overrides import as_override
+from rlexp.config.plain import plain_dict
 from rlexp.errors import Interrupted
 from rlexp.lifecycle.state import completed_run, config_difference
 from rlexp.run.manager import RunEnd, run
@@ -62,7 +63,7 @@ def run_trial(
         per_seed = cfg.callbacks.eval.n_evaluations
         reporter = ReportToTrial(trial, earlier=[r.values for r in reporters], per_seed=per_seed)
         done = completed_run(seed_dir)
-        if done is not None and not config_difference(seed_cfg, seed_dir):  # reported by an earlier attempt
+        if done is not None and not config_difference(plain_dict(seed_cfg), seed_dir):  # reported by an earlier attempt
             evaluations = read_evaluations(seed_dir)
             if evaluations is not None:
                 reporter.values = [float(m) for m in evaluations.means]

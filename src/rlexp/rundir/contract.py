@@ -167,9 +167,10 @@ def read_config(run_dir: Path, remedy: str = "choose another run dir") -> DictCo
         raise ConfigError(f"{path}: unreadable ({collapsed(err)[:300]}); {remedy}") from None
 
 
-def write_config(run_dir: Path, cfg: DictConfig, command: str) -> None:
-    """config.yaml (resolved) and command.txt, the command that runs it again exactly."""
-    atomic_write_text(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg, resolve=True))
+def write_config(run_dir: Path, config: dict[str, Any], command: str) -> None:
+    """config.yaml and command.txt, the command that runs it again exactly. ``config``: the composed config,
+    resolved, as plain data (rlexp.config.plain.plain_dict): config.yaml holds it whole."""
+    atomic_write_text(run_dir / CONFIG_FILE, OmegaConf.to_yaml(config))
     atomic_write_text(run_dir / COMMAND_FILE, command + "\n")
 
 

@@ -16,8 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from omegaconf import DictConfig
-
 from rlexp.errors import Interrupted
 from rlexp.rundir.checksums import run_checksums
 from rlexp.rundir.contract import (
@@ -109,16 +107,24 @@ class RunRecord:
     @classmethod
     def start(
         cls,
-        cfg: DictConfig,
         choices: dict[str, Any],
         run_dir: Path,
+        *,
+        env_id: str,
+        tuned_file: str | None,
+        tuned_env_id: str | None,
+        seed: int,
+        n_timesteps: int,
+        trained_agent: str | None,
         command: list[str],
         threads: int,
         warnings: list[str],
         algo_class: str,
         sbx: bool,
     ) -> RunRecord:
-        """The record of a run that starts now (status running); ``algo_class``: the dotted name of the class
+        """The record of a run that starts now (status running). ``choices``: Hydra's group choices;
+        ``env_id``, ``tuned_file``, ``tuned_env_id``, ``seed``, ``n_timesteps``, ``trained_agent``: the
+        experiment config's keys of those names (``env.id``); ``algo_class``: the dotted name of the class
         that trains, ``sbx``: whether it is sbx's (rlexp.builders.backends knows both)."""
         return cls(
             status=RUNNING,
@@ -126,13 +132,13 @@ class RunRecord:
             algo_class=algo_class,
             backend="sbx" if sbx else "sb3",
             env=choices.get("env"),
-            env_id=cfg.env.id,
-            tuned_file=cfg.tuned_file,
-            tuned_env_id=cfg.tuned_env_id,
-            seed=cfg.seed,
+            env_id=env_id,
+            tuned_file=tuned_file,
+            tuned_env_id=tuned_env_id,
+            seed=seed,
             torch_threads=threads,
-            n_timesteps=cfg.n_timesteps,
-            trained_agent=cfg.trained_agent,
+            n_timesteps=n_timesteps,
+            trained_agent=trained_agent,
             run_dir=str(run_dir.resolve()),
             start_time=now(),
             command=command,

@@ -14,12 +14,12 @@ import json
 import logging
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import optuna
 import yaml
-from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 
 from rlexp.config.overrides import as_override
@@ -125,11 +125,13 @@ def _plots(study: optuna.Study, directory: Path) -> None:
 
 
 def write_results(
-    study: optuna.Study, sweep_dir: Path, config: DictConfig, plots: bool, winner: int | None = None
+    study: optuna.Study, sweep_dir: Path, choices: Mapping[str, Any], plots: bool, winner: int | None = None
 ) -> dict[str, Any]:
     """Writes the sweep dir's results and returns optimization_results.yaml's content.
 
-    ``winner``: the trial chosen by robust selection (re-training on fresh seeds), else the best one."""
+    ``choices``: the sweep's group choices (Hydra's ``hydra.runtime.choices``: its algo and env name the
+    tuned file); ``winner``: the trial chosen by robust selection (re-training on fresh seeds), else the
+    best one."""
     trials = study.get_trials(deepcopy=False)
     counts = {state.name: sum(t.state == state for t in trials) for state in TrialState}
     results: dict[str, Any] = {
@@ -147,8 +149,7 @@ def write_results(
             "params": {k: _value(v) for k, v in best.params.items()},
             "command": best.user_attrs.get(COMMAND_ATTR),
         }
-        algo = OmegaConf.select(config, "hydra.runtime.choices.algo")
-        env = OmegaConf.select(config, "hydra.runtime.choices.env")
+        algo, env = choices.get("algo"), choices.get("env")
         name = f"{algo}_{env}_search"
         try:
             atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, name, best))

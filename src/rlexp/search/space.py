@@ -101,7 +101,8 @@ def parse_search_space(
 
     A plain ``key=value`` on the command line (in ``fixed``) takes that key out of the search. Each key
     must name a value of the composed config (a parameter the algorithm does not have fails here,
-    before anything is written to a study).
+    before anything is written to a study): ``config``, the sweep's composed config, is taken whole because
+    any of its keys may be searched.
     """
     fixed_keys = {line.split("=", 1)[0].lstrip("+~") for line in fixed}
     lines = [f"{key}={value}" for key, value in params.items() if key.lstrip("+") not in fixed_keys]
@@ -111,6 +112,7 @@ def parse_search_space(
     except Exception as err:  # Hydra's grammar errors
         raise ConfigError(f"hydra.sweeper.params: {err}") from None
     space: dict[str, BaseDistribution] = {}
+    caps = _budget_caps(config.n_timesteps, OmegaConf.select(config, "env.n_envs", default=1))
     for override in overrides:
         key = override.key_or_group
         prefix = "++" if override.is_force_add() else "+" if override.is_add() else ""
@@ -118,14 +120,15 @@ def parse_search_space(
             algo = OmegaConf.select(config, "algo._target_", default="?")
             raise ConfigError(f"hydra.sweeper.params.{key}: no such key in the config (algo {algo})")
         # the name keeps its prefix: a job adds ++algo.policy_kwargs.net_arch=... to an empty dict
-        space[prefix + key] = _within_budget(key, _distribution(override), config)
+        space[prefix + key] = _within_budget(key, _distribution(override), caps)
     return space
 
 
-def _budget_caps(config: DictConfig) -> dict[str, tuple[int, str]]:
-    """Largest useful value of parameters that the per-trial budget bounds, and why."""
-    budget = int(config.n_timesteps)
-    n_envs = int(OmegaConf.select(config, "env.n_envs", default=1) or 1)
+def _budget_caps(n_timesteps: int, n_envs: int | None) -> dict[str, tuple[int, str]]:
+    """Largest useful value of parameters that the per-trial budget (``n_timesteps`` over ``n_envs`` envs)
+    bounds, and why."""
+    budget = int(n_timesteps)
+    n_envs = int(n_envs or 1)
     return {
         # an off-policy agent that spends most of the budget collecting random transitions learns nothing
         "algo.learning_starts": (budget // 2, f"half the per-trial budget n_timesteps={budget}"),
@@ -134,10 +137,10 @@ def _budget_caps(config: DictConfig) -> dict[str, tuple[int, str]]:
     }
 
 
-def _within_budget(key: str, dist: BaseDistribution, config: DictConfig) -> BaseDistribution:
-    """Drops values of ``key`` that would make a trial meaningless for the per-trial budget
-    (e.g. SAC's learning_starts=20000 with 20,000 steps per trial)."""
-    cap = _budget_caps(config).get(key)
+def _within_budget(key: str, dist: BaseDistribution, caps: dict[str, tuple[int, str]]) -> BaseDistribution:
+    """Drops values of ``key`` that would make a trial meaningless for the per-trial budget (``caps``:
+    _budget_caps; e.g. SAC's learning_starts=20000 with 20,000 steps per trial)."""
+    cap = caps.get(key)
     if cap is None:
         return dist
     limit, why = cap

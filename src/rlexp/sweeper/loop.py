@@ -15,7 +15,7 @@ from typing import Any
 
 import optuna
 from hydra.plugins.launcher import Launcher
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError, Interrupted
 from rlexp.search.results import trial_command, trial_dir, write_results
@@ -74,6 +74,10 @@ class Sweep:
         self.settings, self.config, self.compose = settings, config, compose
         self.jobs = Jobs(launcher)
         self.sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        # the pieces of the sweep's config that its steps read (the whole is kept for the space and the study)
+        self.choices: dict[str, Any] = dict(OmegaConf.select(config, "hydra.runtime.choices", default=None) or {})
+        self.env_set: dict[str, Any] = dict(OmegaConf.select(config, "hydra.job.env_set", default=None) or {})
+        self.n_timesteps: int = config.n_timesteps
         self.storage_url = settings.storage or default_storage(self.sweep_dir)
         self.runs: dict[int, int] = {}  # trial number -> the number of the run it is (its seed, its dir)
         if settings.storage and has_password(settings.storage):
@@ -129,7 +133,15 @@ class Sweep:
         for trial in within_cap(study, trials, self.settings.max_total_trials):
             run = self.runs.get(trial.number, trial.number)
             seed = self.settings.trial_seed(run)
-            overrides = job_overrides(trial, search.fixed, self.config, self.settings.study_name, seed, run)
+            overrides = job_overrides(
+                trial,
+                search.fixed,
+                n_timesteps=self.n_timesteps,
+                env_set=self.env_set,
+                study_name=self.settings.study_name,
+                seed=seed,
+                run=run,
+            )
             trial.set_user_attr(COMMAND_ATTR, trial_command(overrides, self.settings.seeds_per_trial))
             jobs.append(TrialJob(trial, overrides))
         return jobs
@@ -144,7 +156,7 @@ class Sweep:
         except Interrupted as err:  # a stop signal: the trials that ended count, the others run again
             for job in trials:
                 tell_or_hand_over(study, job.trial, recorded_outcome(job.trial, err))
-            write_results(study, self.sweep_dir, self.config, plots=False)
+            write_results(study, self.sweep_dir, self.choices, plots=False)
             raise
 
     def tell(self, study: optuna.Study, trial: optuna.Trial, outcome: JobOutcome) -> None:
@@ -157,7 +169,7 @@ class Sweep:
 
     def settle(self, study: optuna.Study) -> None:
         """The results rewritten (to be read mid-sweep); the search ended when too many trials failed."""
-        results = write_results(study, self.sweep_dir, self.config, plots=False)
+        results = write_results(study, self.sweep_dir, self.choices, plots=False)
         try:
             check_failure_rate(study, self.settings)
         except ConfigError:
@@ -168,17 +180,17 @@ class Sweep:
         """The robust selection when asked for, the final results (plots too), and the closing line."""
         study, winner = search.study, None
         if self.settings.retrain_top_k > 0:
-            n_timesteps = self.config.n_timesteps
+            n_timesteps = self.n_timesteps
             winner = retrain_top_trials(study, self.settings, self.jobs, search.fixed, n_timesteps, self.sweep_dir)
         results = self._final_results(study, winner)
         print(closing_line(study, results, self.sweep_dir))
 
     def _final_results(self, study: optuna.Study, winner: int | None) -> dict[str, Any]:
         plots = self.settings.plots
-        results = write_results(study, self.sweep_dir, self.config, plots=plots, winner=winner)
+        results = write_results(study, self.sweep_dir, self.choices, plots=plots, winner=winner)
         for _ in range(5):  # (bounded: workers ending one after another settle in a pass or two)
             if winner is not None or best_value(study) == (results.get("best") or {}).get("value"):
                 break
             # another worker's trial ended meanwhile, the study's new best: the files and the line say so
-            results = write_results(study, self.sweep_dir, self.config, plots=plots)
+            results = write_results(study, self.sweep_dir, self.choices, plots=plots)
         return results

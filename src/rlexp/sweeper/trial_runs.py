@@ -4,11 +4,11 @@ seed and run dir, and its job's overrides."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import optuna
-from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config.overrides import as_override
 from rlexp.lifecycle.lock import abandoned, is_free, wait_until_free
@@ -76,18 +76,25 @@ def run_overrides(params: dict[str, Any], fixed: list[str], n_timesteps: Any, se
 
 
 def job_overrides(
-    trial: optuna.Trial, fixed: list[str], config: DictConfig, study_name: str, seed: int, run: int
+    trial: optuna.Trial,
+    fixed: list[str],
+    *,
+    n_timesteps: int,
+    env_set: Mapping[str, Any],
+    study_name: str,
+    seed: int,
+    run: int,
 ) -> list[str]:
-    """The trial's run (run number ``run``, first seed ``seed``), connected to its live trial in the study
-    (for reports and pruning).
+    """The trial's run (run number ``run``, first seed ``seed``, ``n_timesteps`` steps), connected to its live
+    trial in the study (for reports and pruning). ``env_set``: the sweep's ``hydra.job.env_set``.
 
     hparams=search declares the env_set keys, so they go as plain ``hydra.*`` overrides that the
     launchers leave out of each trial's line; without it they must be added (``++``). The storage's
     URL, which may hold a password, is not among them: Hydra writes env_set into each trial's .hydra/
     (the jobs find it in the environment that the sweeper sets, which every launcher passes on)."""
-    declared = OmegaConf.select(config, "hydra.job.env_set", default=None) or {}
+    declared = env_set
     env = {ENV_STUDY: f"'{study_name}'", ENV_TRIAL: trial_id(trial)}
     return [
-        *run_overrides(trial.params, fixed, config.n_timesteps, seed, str(trial_dir(Path(), run))),
+        *run_overrides(trial.params, fixed, n_timesteps, seed, str(trial_dir(Path(), run))),
         *(f"{'' if key in declared else '++'}hydra.job.env_set.{key}={value}" for key, value in env.items()),
     ]

@@ -8,13 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from omegaconf import DictConfig
-
 from rlexp.errors import ConfigError
 
 if TYPE_CHECKING:  # (the front door checks the extras without loading SB3)
     from stable_baselines3.common.logger import KVWriter
 
+    from rlexp.config.schema import LoggerConfig
     from rlexp.rundir.record import RunRecord
 
 EXTRAS = {"wandb": "wandb", "mlflow": "mlflow"}  # tracker -> the module it needs (and the extra naming it)
@@ -31,22 +30,23 @@ class Tracker(Protocol):
     def finish(self, run_dir: Path, run: RunRecord) -> None: ...
 
 
-def requested(cfg: DictConfig) -> list[str]:
-    return [name for name in EXTRAS if (cfg.logger.get(name) or {}).get("enabled")]
+def requested(logger: LoggerConfig) -> list[str]:
+    """The trackers ``logger`` (the experiment config's ``logger``) enables."""
+    return [name for name in EXTRAS if getattr(getattr(logger, name, None), "enabled", False)]
 
 
-def check_installed(cfg: DictConfig) -> None:
+def check_installed(logger: LoggerConfig) -> None:
     """Refused before any run dir exists: a tracker whose library is missing."""
     import importlib
 
-    for name in requested(cfg):
+    for name in requested(logger):
         try:
             importlib.import_module(EXTRAS[name])
         except ImportError:
             raise ConfigError(
                 f"logger={name} needs the {name} extra ({EXTRAS[name]} is missing): pip install 'rlexp[{name}]'"
             ) from None
-    mode = cfg.logger.wandb.mode if "wandb" in requested(cfg) else None
+    mode = logger.wandb.mode if "wandb" in requested(logger) else None
     if mode is not None and mode.value == "online":
         from rlexp.trackers.wandb_tracker import default_mode
 
@@ -57,23 +57,27 @@ def check_installed(cfg: DictConfig) -> None:
             )
 
 
-def start_trackers(cfg: DictConfig, run_dir: Path, kept: dict[str, Any], start_time: str) -> list[Tracker]:
-    """The run's trackers, started (or continued, on resume: ``kept`` holds their records, summary.json's
-    ``trackers``, which each started tracker's record is put in) with the composed config; ``start_time``:
-    when the run started."""
+def start_trackers(logger: LoggerConfig, run_dir: Path, run: RunRecord, config: dict[str, Any]) -> list[Tracker]:
+    """The trackers ``logger`` (the experiment config's ``logger``) enables, started (or continued, on
+    resume: ``run.trackers``, summary.json's ``trackers``, holds their records, and each started tracker's
+    record is put in) for the run ``run`` records (its start time, algorithm, env id and seed).
+
+    ``config``: the composed config as plain data (rlexp.config.plain.plain_dict), which a tracker records
+    whole as the run's parameters: that is what a tracker is for, so it takes the whole tree, as data."""
     import logging
 
+    kept = run.trackers
     found: list[Tracker] = []
-    for name in requested(cfg):
+    for name in requested(logger):
         try:
             if name == "wandb":
                 from rlexp.trackers.wandb_tracker import WandbTracker
 
-                tracker: Tracker = WandbTracker(cfg, run_dir, kept.get(name), start_time)
+                tracker: Tracker = WandbTracker(logger.wandb, run_dir, kept.get(name), run.start_time, config)
             else:
                 from rlexp.trackers.mlflow_tracker import MlflowTracker
 
-                tracker = MlflowTracker(cfg, run_dir, kept.get(name))
+                tracker = MlflowTracker(logger.mlflow, run_dir, kept.get(name), run, config)
         except Exception as err:  # (a server down, a bad URI): the run dir keeps everything a tracker would get
             logging.getLogger(__name__).warning(
                 "logger.%s: could not start its run, training goes on without it: %s: %s", name, type(err).__name__, err

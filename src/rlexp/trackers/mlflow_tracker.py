@@ -6,12 +6,13 @@ import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter
 
+from rlexp.config.schema import MlflowConfig
 from rlexp.rundir.contract import (
     COMMAND_FILE,
     COMPLETED,
@@ -28,11 +29,11 @@ DEFAULT_STORE = "mlruns.db"  # sqlite:///<working dir>/mlruns.db
 MAX_PARAM = 6000  # characters of a param's value that MLflow keeps (longer ones are cut, with "...")
 
 
-def tracking_uri(cfg: DictConfig, earlier: dict[str, Any] | None = None) -> str:
+def tracking_uri(mlflow_cfg: MlflowConfig, earlier: dict[str, Any] | None = None) -> str:
     """The store: logger.mlflow.tracking_uri, else the one a resumed run started on, else MLflow's
     MLFLOW_TRACKING_URI, else SQLite in the working directory."""
     return (
-        cfg.logger.mlflow.tracking_uri
+        mlflow_cfg.tracking_uri
         or (earlier or {}).get("tracking_uri")
         or os.environ.get("MLFLOW_TRACKING_URI")
         or f"sqlite:///{Path.cwd() / DEFAULT_STORE}"
@@ -56,8 +57,9 @@ def _store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def flat_params(cfg: DictConfig) -> dict[str, str]:
-    """The composed config as MLflow params: dotted keys, values as strings."""
+def flat_params(config: dict[str, Any]) -> dict[str, str]:
+    """The composed config (as plain data: rlexp.config.plain.plain_dict) as MLflow params: dotted keys,
+    values as strings (an enum by its name)."""
     out: dict[str, str] = {}
 
     def walk(node: Any, prefix: str) -> None:
@@ -65,22 +67,26 @@ def flat_params(cfg: DictConfig) -> dict[str, str]:
             for key, value in node.items():
                 walk(value, f"{prefix}{key}.")
         else:
-            text = str(node)
+            text = node.name if isinstance(node, Enum) else str(node)
             out[prefix.rstrip(".")] = text if len(text) <= MAX_PARAM else text[: MAX_PARAM - 3] + "..."
 
-    walk(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True), "")
+    walk(config, "")
     return out
 
 
 class MlflowTracker:
     name = "mlflow"
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, earlier: dict[str, Any] | None) -> None:
+    def __init__(
+        self, m: MlflowConfig, run_dir: Path, earlier: dict[str, Any] | None, run: RunRecord, config: dict[str, Any]
+    ) -> None:
+        """``m``: logger.mlflow; ``earlier``: summary.json's record of the MLflow run a resumed run continues;
+        ``run``: the run's record (its algorithm, env id and seed tag a new MLflow run); ``config``: the
+        composed config as plain data, logged whole as the run's params."""
         from mlflow.entities import Param, RunTag
         from mlflow.tracking import MlflowClient
 
-        m = cfg.logger.mlflow
-        uri = tracking_uri(cfg, earlier)
+        uri = tracking_uri(m, earlier)
         # a server that is down costs seconds, not MLflow's default of minutes of retries per call
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
@@ -93,22 +99,21 @@ class MlflowTracker:
             self.run_id = resumed
             self.client.update_run(self.run_id, status="RUNNING")
         else:
-            from rlexp.builders.backends import algo_target
             from rlexp.rundir.provenance import git_commit
 
             tags = {
-                "algo": algo_target(cfg.algo, cfg.backend).rsplit(".", 1)[-1],
-                "env": str(cfg.env.id),
-                "seed": str(cfg.seed),
+                "algo": run.algo_class.rsplit(".", 1)[-1],  # (the class that trains: rlexp.builders.backends)
+                "env": str(run.env_id),
+                "seed": str(run.seed),
                 "rlexp.run_dir": str(run_dir.resolve()),
             }
             commit = git_commit(Path.cwd())
             if commit is not None:
                 tags["mlflow.source.git.commit"] = commit["commit"]
-            run = self.client.create_run(experiment_id, run_name=m.run_name or run_name(run_dir), tags=tags)
-            self.run_id = run.info.run_id
+            created = self.client.create_run(experiment_id, run_name=m.run_name or run_name(run_dir), tags=tags)
+            self.run_id = created.info.run_id
             try:
-                params = [Param(k, v) for k, v in flat_params(cfg).items()]
+                params = [Param(k, v) for k, v in flat_params(config).items()]
                 for i in range(0, len(params), 100):  # (MLflow takes at most 100 params a batch)
                     self.client.log_batch(self.run_id, params=params[i : i + 100])
                 self.client.log_batch(self.run_id, tags=[RunTag("rlexp.command", " ".join(cfg_command(run_dir)))])

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from omegaconf import DictConfig
 from stable_baselines3.common.logger import KVWriter
 
-from rlexp.config.plain import plain_dict
+from rlexp.config.schema import WandbConfig
 from rlexp.rundir.contract import COMPLETED, MODEL_FILE, VECNORMALIZE_FILE
 from rlexp.rundir.record import RunRecord
 from rlexp.trackers.writer import scalars
@@ -39,10 +38,14 @@ def run_id(run_dir: Path, start_time: str) -> str:
 class WandbTracker:
     name = "wandb"
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, earlier: dict[str, Any] | None, start_time: str) -> None:
+    def __init__(
+        self, w: WandbConfig, run_dir: Path, earlier: dict[str, Any] | None, start_time: str, config: dict[str, Any]
+    ) -> None:
+        """``w``: logger.wandb; ``earlier``: summary.json's record of the W&B run a resumed run continues;
+        ``start_time``: when the run started; ``config``: the composed config as plain data
+        (rlexp.config.plain.plain_dict), the W&B run's config."""
         import wandb
 
-        w = cfg.logger.wandb
         mode = w.mode.value if w.mode is not None else os.environ.get("WANDB_MODE") or default_mode()
         # the config at init, not at finish: parallel offline runs otherwise lose it (wandb #7227)
         self.run = wandb.init(
@@ -55,7 +58,7 @@ class WandbTracker:
             resume="allow",
             mode=mode,  # type: ignore[arg-type]  # (the schema's or WANDB_MODE: wandb refuses another)
             dir=str(run_dir),
-            config=plain_dict(cfg),
+            config=config,
             reinit="create_new",
             settings=wandb.Settings(console="off", x_disable_stats=True),
         )
