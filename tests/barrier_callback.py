@@ -57,3 +57,29 @@ class Gate(BaseCallback):
         if self.at_step and not self.passed and self.num_timesteps >= self.at_step:
             self._wait()
         return True
+
+
+class FirstWaits(BaseCallback):
+    """The first run to start training waits there until ``parties`` runs have started; the others go on.
+    Two at a time, a third run starts only if a slot is refilled as soon as the second ends (a steady
+    search); a search that waits for both of a batch before the third never gets the first past here."""
+
+    def __init__(self, dir: str, parties: int, timeout: float = 600.0) -> None:
+        super().__init__()
+        self.dir, self.parties, self.timeout = Path(dir), parties, timeout
+
+    def _on_training_start(self) -> None:
+        self.dir.mkdir(exist_ok=True)
+        (self.dir / str(os.getpid())).touch()
+        try:
+            os.close(os.open(self.dir / "first", os.O_CREAT | os.O_EXCL))  # (exactly one run creates it)
+        except FileExistsError:
+            return
+        deadline = time.monotonic() + self.timeout
+        while len([p for p in self.dir.iterdir() if p.name != "first"]) < self.parties:
+            if time.monotonic() > deadline:
+                raise RuntimeError("no slot was refilled while the first run waited")
+            time.sleep(0.05)
+
+    def _on_step(self) -> bool:
+        return True

@@ -19,8 +19,20 @@ class LocalParallelLauncher(LocalLauncher):
     def __init__(self, max_parallel: int | None = None, **params: Any) -> None:
         super().__init__(**params)
         self.max_parallel = max_parallel or usable_cpus()
+        self.steady = False
+
+    def set_jobs_at_once(self, jobs: int) -> int:
+        """A steady-state search launches its jobs one by one from several threads and keeps ``jobs`` running:
+        each gets its share of the cores for that many, set once here (the threads then leave the
+        environment alone); returns how many it runs at once (at most ``max_parallel``)."""
+        at_once = max(1, min(jobs, self.max_parallel))
+        os.environ[ENV_JOB_CPUS] = str(max(1, usable_cpus() // at_once))
+        self.steady = True
+        return at_once
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        if self.steady:
+            return super().launch(job_overrides, initial_job_idx)
         returns: list[JobReturn] = []
         failure: Exception | None = None
         for start in range(0, len(job_overrides), self.max_parallel):

@@ -4,10 +4,20 @@ the sampler and the pruner and names the study and its space."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Dict, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
+
+
+class SweepMode(str, Enum):
+    """How n_jobs trials are kept running (docs/guides/tune.md, "Steady or batches")."""
+
+    # a trial's slot gets the next trial as soon as it ends (pruned, failed, completed): no slot idles
+    steady = "steady"
+    # n_jobs trials at a time, the next n_jobs once all have ended: the same trials in the same order for a seed
+    batch = "batch"
 
 
 @dataclass
@@ -23,8 +33,12 @@ class OptunaSweeperConf:
     study_name: str = MISSING
     # trials this study should finish (completed, pruned or failed), counting those of earlier runs
     n_trials: int = 20
-    # trials launched at once (one batch of the launcher)
+    # trials running at once
     n_jobs: int = 1
+    # steady: each slot gets the next trial as soon as its trial ends; batch: n_jobs trials at a time, the
+    # next n_jobs once all ended (repeatable: a seed proposes the same trials in the same order); Hydra's
+    # in-process launcher (basic) runs one trial at a time either way
+    mode: SweepMode = SweepMode.steady
     # stop when more than this fraction of the finished trials failed
     max_failure_rate: float = 0.25
     # cap on all trials of the study, across every sweeper process sharing it

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from rlexp.search.study import (
 )
 from rlexp.sweeper.closing import best_value, closing_line
 from rlexp.sweeper.command_line import hide_password, sweep_overrides
-from rlexp.sweeper.launching import Jobs
+from rlexp.sweeper.launching import Jobs, runs_jobs_apart
 from rlexp.sweeper.limits import check_failure_rate, trials_to_ask, within_cap
 from rlexp.sweeper.opening import Compose, default_storage, open_study, reseed
 from rlexp.sweeper.outcomes import JobOutcome, recorded_outcome, stopped_at
@@ -84,13 +85,56 @@ class Sweep:
             hide_password(config, settings.storage)
 
     def run(self, arguments: list[str]) -> None:
-        """The whole search of this sweeper, from the command's overrides (``arguments``)."""
+        """The whole search of this sweeper, from the command's overrides (``arguments``): steady (a slot
+        refilled as soon as its trial ends) where the launcher runs jobs in processes of their own and
+        several run at once, else in batches of n_jobs."""
         search = self.start(arguments)
-        while trials := self.ask(search):
-            for job, outcome in zip(trials, self.launch(search.study, trials), strict=True):
-                self.tell(search.study, job.trial, outcome)
-            self.settle(search.study)
+        at_once = self._steady_slots()
+        if at_once > 1:
+            self._run_steady(search, at_once)
+        else:
+            while trials := self.ask(search, self.settings.n_jobs):
+                for job, outcome in zip(trials, self.launch(search.study, trials), strict=True):
+                    self.tell(search.study, job.trial, outcome)
+                self.settle(search.study)
         self.finish(search)
+
+    def _steady_slots(self) -> int:
+        """How many trials the steady search keeps running (0: it runs batches)."""
+        launcher = self.jobs.launcher
+        if self.settings.mode != "steady" or self.settings.n_jobs < 2 or not runs_jobs_apart(launcher):
+            return 0
+        at_once = getattr(launcher, "set_jobs_at_once", None)  # (local_parallel shares out the cores)
+        return at_once(self.settings.n_jobs) if at_once is not None else self.settings.n_jobs
+
+    def _run_steady(self, search: OpenSearch, slots: int) -> None:
+        """``slots`` trials running at all times until the study has its trials: each one told as it ends,
+        its slot given the next trial at once. A stop signal: the trials that ended were told, the running
+        ones are queued again (handed over), the results written, and the signal raised on."""
+        study = search.study
+        running: dict[Future[JobOutcome], TrialJob] = {}
+        try:
+            while True:
+                free = slots - len(running)
+                if free > 0:
+                    for job in self.ask(search, free, running=len(running)):
+                        running[self.jobs.start(job.overrides)] = job
+                if not running:
+                    return
+                ended, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in ended:
+                    job = running.pop(future)
+                    try:
+                        outcome = future.result()
+                    except Exception as err:  # a job's overrides do not compose, or it died without a result
+                        outcome = recorded_outcome(job.trial, err)
+                    self.tell(study, job.trial, outcome)
+                self.settle(study)
+        except Interrupted as err:
+            for job in running.values():
+                tell_or_hand_over(study, job.trial, recorded_outcome(job.trial, err))
+            write_results(study, self.sweep_dir, self.config, plots=False)
+            raise
 
     def start(self, arguments: list[str]) -> OpenSearch:
         """The search opened (its study checked against the search it was made for); the trials an earlier
@@ -113,18 +157,18 @@ class Sweep:
             log.info("nothing to run: raise hydra.sweeper.n_trials above %d to run more trials in this study", done)
         return OpenSearch(study, space, fixed)
 
-    def ask(self, search: OpenSearch) -> list[TrialJob]:
-        """The next trials (n_jobs, or what the study still needs), each with its run and the job that runs it
-        recorded in the study; none when the search is done."""
+    def ask(self, search: OpenSearch, wanted: int, running: int = 0) -> list[TrialJob]:
+        """The next trials (``wanted``, or what the study still needs besides the ``running`` ones), each with
+        its run and the job that runs it recorded in the study; none when the search is done."""
         study = search.study
         if self.jobs.launched:  # (a worker of a shared study killed meanwhile: its trial runs again, here or elsewhere)
             taken = reclaim_interrupted_trials(study)
             if taken:
                 log.info("requeued %d trial(s) of a sweeper that ended while they ran", taken)
-        remaining = trials_to_ask(study, self.settings)
+        remaining = trials_to_ask(study, self.settings) - running
         if remaining <= 0:
             return []
-        trials = [study.ask(search.space) for _ in range(min(self.settings.n_jobs, remaining))]
+        trials = [study.ask(search.space) for _ in range(min(wanted, remaining))]
         for trial in trials:
             trial.set_user_attr(OWNER_ATTR, owner())
             self.runs[trial.number] = run_number(study, trial, self.sweep_dir)

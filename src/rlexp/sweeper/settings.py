@@ -30,6 +30,7 @@ class SweepSettings:
     plots: bool
     retrain_top_k: int = 0
     retrain_seeds: int = 3
+    mode: str = "steady"  # (steady or batch: the schema's SweepMode, as its value)
 
     @classmethod
     def of(cls, sampler: Any, pruner: Any, params: DictConfig | dict[str, Any] | None, **values: Any) -> SweepSettings:
@@ -37,7 +38,8 @@ class SweepSettings:
         1.3 builds them, 1.4 hands a plugin its config as it is), the space as text."""
         built = [instantiate(n) if isinstance(n, DictConfig) else n for n in (sampler, pruner)]
         space = {str(k): str(v) for k, v in (params or {}).items()}
-        return cls(sampler=built[0], pruner=built[1], params=space, **values)
+        mode = values.pop("mode", "steady")
+        return cls(sampler=built[0], pruner=built[1], params=space, mode=str(getattr(mode, "value", mode)), **values)
 
     def check(self) -> None:
         """The values no type rules out that a search cannot run with, refused in one line."""
