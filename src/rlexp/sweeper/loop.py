@@ -133,7 +133,7 @@ class Sweep:
         except Interrupted as err:
             for job in running.values():
                 tell_or_hand_over(study, job.trial, recorded_outcome(job.trial, err))
-            write_results(study, self.sweep_dir, self.config, plots=False)
+            write_results(study, self.sweep_dir, self.choices, plots=False)
             raise
 
     def start(self, arguments: list[str]) -> OpenSearch:
