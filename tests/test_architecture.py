@@ -266,3 +266,48 @@ def test_every_type_ignore_says_why():
         if "# type: ignore" in line and not re.search(r"# type: ignore\[[\w,-]+\]  # \S", line)
     ]
     assert bare == [], f"type: ignore without its rule and reason: {bare}"
+
+
+# where a whole config enters rlexp untyped (Hydra's or the user's), each with why; past them, the schema's types
+WHOLE_CONFIG_ENTRIES = {
+    "rlexp/cli.py:app": "Hydra's task function",
+    "rlexp/commands/train.py:train_job": "Hydra's task (and rlexp.train's): casts once, as_experiment",
+    "rlexp/commands/check.py:_console_logging": "Hydra's own config (hydra.job_logging)",
+    "rlexp/run/front_door.py:on_run_start": "a Hydra callback: Hydra's config",
+    "rlexp/run/front_door.py:on_multirun_start": "a Hydra callback: Hydra's config",
+    "rlexp/run/seed_report.py:on_multirun_start": "a Hydra callback: Hydra's config",
+    "rlexp/run/seed_report.py:on_multirun_end": "a Hydra callback: Hydra's config",
+    "rlexp/config/validation.py:job_config": "cuts Hydra's config to the experiment's, typed",
+    "rlexp/config/schema.py:as_experiment": "the cast itself",
+    "rlexp/config/schema.py:as_node": "the cast back, for what walks keys by name",
+    "rlexp/api/compose.py:overrides_of": "the config a user hands rlexp.train",
+    "rlexp/api/compose.py:_plain": "the config a user hands rlexp.train",
+    "hydra_plugins/rlexp_optuna_sweeper/sweeper.py:setup": "Hydra's sweeper plugin: the sweep's config",
+    "rlexp/sweeper/loop.py:__init__": "the sweep's config, which the search composes again and records",
+    "rlexp/sweeper/opening.py:open_study": "compares the sweep's composed config with the study's",
+    "rlexp/sweeper/command_line.py:hide_password": "sets Hydra's own record of the storage URL",
+    "rlexp/search/space.py:parse_search_space": "any key of the config may be searched",
+    "rlexp/search/study.py:of": "the study records the composed config",
+}
+
+
+def _config_parameters() -> list[tuple[str, str]]:
+    found = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for arg in [*node.args.args, *node.args.kwonlyargs]:
+                    if arg.arg in ("cfg", "config") and arg.annotation is not None:
+                        found.append((f"{path.relative_to(SRC.parent)}:{node.name}", ast.unparse(arg.annotation)))
+    return found
+
+
+def test_the_config_travels_typed():
+    """A function takes the typed piece of the config it reads (EnvConfig, CallbacksConfig, AlgoConfig...);
+    the whole ExperimentConfig only in the run's wiring, the commands and the API; a whole config untyped
+    (DictConfig, Any) only where it enters rlexp (WHOLE_CONFIG_ENTRIES)."""
+    found = _config_parameters()
+    whole = [where for where, kind in found if kind == "ExperimentConfig"]
+    assert [w for w in whole if not w.startswith(("rlexp/run/", "rlexp/commands/", "rlexp/api/"))] == []
+    untyped = {where for where, kind in found if kind in ("DictConfig", "Any", "DictConfig | None")}
+    assert untyped == set(WHOLE_CONFIG_ENTRIES), untyped ^ set(WHOLE_CONFIG_ENTRIES)

@@ -10,6 +10,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from rlexp.config.plain import plain_dict
+from rlexp.config.schema import as_experiment, as_node
 from rlexp.errors import ConfigError
 from rlexp.run.hydra_session import command_overrides, hydra_session
 
@@ -48,8 +49,8 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     with hydra_session():
         try:
             full = hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
-            cfg = job_config(full)
-            check_static(cfg, dict(full.hydra.runtime.choices), overrides)
+            cfg = as_node(job_config(full))
+            check_static(as_experiment(cfg), dict(full.hydra.runtime.choices), overrides)
         except (HydraException, OmegaConfBaseException) as err:
             raise user_error(err) from None
     key = id(cfg)

@@ -86,26 +86,14 @@ class Run:
         """The agent ``which`` (final, best or ``step_<N>``), its env the run's eval env with the agent's
         VecNormalize statistics, frozen: ``env = model.get_env(); model.predict(env.reset())``."""
         from rlexp.builders.envs import build_vec_env
-        from rlexp.loading.agent import load_agent
+        from rlexp.loading.agent import load_saved_agent
         from rlexp.zoo.saved_agents import open_agent  # (rlexp run dirs and RL Zoo log folders)
 
         agent = open_agent(str(self.dir), which, self.trust)
         env = build_vec_env(
             agent.cfg.env, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=1, trust=agent.trust
         )
-        c = agent.cfg
-        return load_agent(
-            agent.model,
-            env=env,
-            trust=agent.trust,
-            algo=c.algo,
-            backend=c.backend,
-            torch_threads=c.torch_threads,
-            run_device=c.device,
-            lr_schedule=c.lr_schedule,
-            clip_range_schedule=c.clip_range_schedule,
-            env_id=c.env.id,
-        )
+        return load_saved_agent(agent, env=env)
 
     def evaluate(self, **options: Any) -> dict[str, Any]:
         """``rlexp evaluate RUN`` with ``options`` as its flags (episodes=100, agent="final", seed=None,

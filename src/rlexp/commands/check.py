@@ -22,6 +22,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.commands.arguments import positive_int
+from rlexp.config.schema import ExperimentConfig
 
 
 def parse_options(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -67,9 +68,11 @@ def main(args: list[str]) -> int:
         # one config (hparams=search's too); from_shell: Hydra's messages quote as for a command line
         config = hydra.compose_config("config", overrides, run_mode=RunMode.RUN, from_shell=True)
         HydraConfig.instance().set_config(config)  # (hydra.searchpath's tuned files: rlexp.config.tuned)
+        from rlexp.config.schema import as_node
+
         cfg = job_config(config)
         _console_logging(config)
-        vec_env, policy = (OmegaConf.select(cfg, key, default="") for key in ("env.vec_env", "algo.policy"))
+        vec_env, policy = (OmegaConf.select(as_node(cfg), key, default="") for key in ("env.vec_env", "algo.policy"))
         if cfg.torch_threads is None and cnn_on_envpool(vec_env, str(policy)):
             passive_waits()  # before torch loads, as a run's front door does
         found = front_door.check(cfg, dict(config.hydra.runtime.choices), list(config.hydra.overrides.task))
@@ -190,7 +193,7 @@ def _ranges(env: Any, trace: dict[str, Any]) -> list[Result]:
     return found
 
 
-def report(cfg: Any, checked: list[str], options: argparse.Namespace) -> int:
+def report(cfg: ExperimentConfig, checked: list[str], options: argparse.Namespace) -> int:
     """Runs the checks and prints one screen; returns the exit code. ``checked``: the warnings of the
     front door, which composed and built the config."""
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
@@ -252,7 +255,7 @@ def report(cfg: Any, checked: list[str], options: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-def _print(cfg: Any, results: list[Result], notes: list[str]) -> None:
+def _print(cfg: ExperimentConfig, results: list[Result], notes: list[str]) -> None:
     tuned = f" (tuned/{cfg.tuned_file}.yaml)" if cfg.tuned_file else ""
     from rlexp.builders.backends import algo_target, is_sbx
 

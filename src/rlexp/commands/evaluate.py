@@ -45,7 +45,7 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
     from stable_baselines3.common.evaluation import evaluate_policy
 
     from rlexp.builders.envs import build_vec_env, closed_at_end
-    from rlexp.loading.agent import load_agent
+    from rlexp.loading.agent import load_saved_agent
 
     out = Episodes()
 
@@ -60,19 +60,7 @@ def run_episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: boo
         build_vec_env(env_cfg, agent.cfg.seed, None, agent.stats, for_eval=True, n_envs=n_envs, trust=agent.trust)
     ) as env:
         env.seed(seed)
-        c = agent.cfg
-        model = load_agent(
-            agent.model,
-            trust=agent.trust,
-            plays=env,
-            algo=c.algo,
-            backend=c.backend,
-            torch_threads=c.torch_threads,
-            run_device=c.device,
-            lr_schedule=c.lr_schedule,
-            clip_range_schedule=c.clip_range_schedule,
-            env_id=c.env.id,
-        )
+        model = load_saved_agent(agent, plays=env)
         out.step = int(model.num_timesteps)
         model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         returns, lengths = evaluate_policy(

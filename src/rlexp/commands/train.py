@@ -35,6 +35,7 @@ def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
     A user error of a single run exits with its line (``exit_on_error``, the command) or is raised (the
     Python API), after removing what the refused run created."""
     # torch and SB3 load only when a run starts (fast --help, --cfg)
+    from rlexp.config.schema import as_experiment
     from rlexp.lifecycle.lock import InUse
     from rlexp.lifecycle.state import only_hydra_files, remove_created
     from rlexp.run import front_door
@@ -43,6 +44,7 @@ def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
     from rlexp.rundir.latest import point_latest
     from rlexp.search.study import ENV_TRIAL, job_trial
 
+    config = as_experiment(cfg)  # (Hydra's task gets the composed config: read through its schema from here)
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     run_dir, choices = Path(hydra_cfg.runtime.output_dir), dict(hydra_cfg.runtime.choices)
@@ -51,7 +53,7 @@ def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
         command = ["rlexp", *hydra_cfg.overrides.task]
         # what re-runs a single run exactly (command.txt, the resume hint): its hydra.* overrides too
         rerun = None if multirun else rerun_command(hydra_cfg, run_dir)
-        warnings = checked.warnings if checked else front_door.check(cfg, choices, list(hydra_cfg.overrides.task))
+        warnings = checked.warnings if checked else front_door.check(config, choices, list(hydra_cfg.overrides.task))
         # the newest run of the default dirs, found as outputs/<algo>-<env>/latest (multirun/latest)
         where = "hydra.sweep.dir=" if multirun else "hydra.run.dir="
         if not any(o.startswith(where) for o in hydra_cfg.overrides.hydra):
@@ -59,10 +61,10 @@ def train_job(cfg: DictConfig, exit_on_error: bool = True) -> float:
         trial = job_trial()  # set when this job is a trial of an rlexp search
         if trial is None:
             # a multirun run again (e.g. resubmitted to SLURM) keeps the runs it completed
-            return run(cfg, run_dir, choices, command, warnings, None, multirun, rerun, print_run_end).final_mean
+            return run(config, run_dir, choices, command, warnings, None, multirun, rerun, print_run_end).final_mean
         n_seeds = int(hydra_cfg.sweeper.get("seeds_per_trial", 1))
         alone = [*command, *shaping_overrides(hydra_cfg, SEARCH_PLUMBING), "hydra.mode=RUN"]
-        return run_trial(cfg, run_dir, choices, command, warnings, trial, n_seeds, print_run_end, alone)
+        return run_trial(config, run_dir, choices, command, warnings, trial, n_seeds, print_run_end, alone)
     except Interrupted as err:
         if err.completed is not None and not multirun:  # nothing left to stop
             print(f"rlexp: {err}; it is complete", file=sys.stderr)

@@ -96,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool) -> Any:
     from rlexp.builders.envs import build_vec_env, closed_at_end
-    from rlexp.loading.agent import load_agent
+    from rlexp.loading.agent import load_saved_agent
 
     env_cfg = agent.cfg.env
     with closed_at_end(
@@ -111,19 +111,7 @@ def _episodes(agent: SavedAgent, episodes: int, seed: int, deterministic: bool) 
             trust=agent.trust,
         )
     ) as env:
-        c = agent.cfg
-        model = load_agent(
-            agent.model,
-            trust=agent.trust,
-            plays=env,
-            algo=c.algo,
-            backend=c.backend,
-            torch_threads=c.torch_threads,
-            run_device=c.device,
-            lr_schedule=c.lr_schedule,
-            clip_range_schedule=c.clip_range_schedule,
-            env_id=c.env.id,
-        )
+        model = load_saved_agent(agent, plays=env)
         model.set_random_seed(seed)  # --stochastic: the same actions sampled again
         fps = int(env.get_attr("metadata")[0].get("render_fps") or 30)
         for i in range(episodes):

@@ -23,10 +23,10 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 from importlib.resources import files
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, cast
 
 import yaml
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig
 
 
 # ----------------------------------------------------------------------------------- ranges
@@ -495,3 +495,17 @@ def schema_fields(name: str) -> list[str]:
     if isinstance(schema, type) and dataclasses.is_dataclass(schema) and schema.__module__ == __name__:
         return [f.name for f in dataclasses.fields(schema)]
     return []
+
+
+def as_experiment(config: DictConfig) -> ExperimentConfig:
+    """The composed experiment config read through its schema: it is a DictConfig made from ExperimentConfig
+    (an OmegaConf structured config), whose attributes then carry the schema's types while OmegaConf still
+    checks every value set. The one cast, where a config enters rlexp (the Hydra task, the front door's
+    callbacks, ``rlexp check``, the API's compose)."""
+    return cast(ExperimentConfig, config)
+
+
+def as_node(cfg: Any) -> DictConfig:
+    """A typed config (or a piece of it) as OmegaConf's node again, for what walks, selects or copies keys
+    by name."""
+    return cast(DictConfig, cfg)

@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from rlexp.config.schema import AlgoConfig, EnvConfig, EvalConfig, Range, field_range
+from rlexp.config.schema import AlgoConfig, EnvConfig, EvalConfig, ExperimentConfig, Range, as_experiment, field_range
 from rlexp.errors import ConfigError
 
 
@@ -101,12 +101,13 @@ def reject_unknown_keys(node: DictConfig, path: str = "") -> None:
             reject_unknown_keys(child, full)
 
 
-def job_config(config: DictConfig) -> DictConfig:
-    """The experiment config of a Hydra config (without its ``hydra`` node), as the task receives it."""
+def job_config(config: DictConfig) -> ExperimentConfig:
+    """The experiment config of a Hydra config (without its ``hydra`` node), as the task receives it, read
+    through its schema (rlexp.config.schema.as_experiment)."""
     cfg = copy.deepcopy(config)
     with read_write(cfg), open_dict(cfg):
         del cfg["hydra"]
-    return cfg
+    return as_experiment(cfg)
 
 
 def tuned_for(env: EnvConfig, tuned_env_id: str | None) -> bool:

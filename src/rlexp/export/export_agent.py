@@ -50,7 +50,7 @@ def export_agent(
     from rlexp.export.graph import build_graph
     from rlexp.export.metadata import EXPORT_PACKAGES, policy_record
     from rlexp.export.parity import TOLERANCE, compare, failure, record
-    from rlexp.loading.agent import load_agent
+    from rlexp.loading.agent import load_saved_agent
     from rlexp.rundir.provenance import package_versions
 
     cfg = agent.cfg
@@ -58,19 +58,7 @@ def export_agent(
         build_vec_env(cfg.env, cfg.seed, None, agent.stats, for_eval=True, n_envs=1, in_process=True, trust=agent.trust)
     ) as venv:
         # (on the CPU: the files run anywhere; the graph's constants too)
-        model = load_agent(
-            agent.model,
-            device="cpu",
-            trust=agent.trust,
-            plays=venv,
-            algo=cfg.algo,
-            backend=cfg.backend,
-            torch_threads=cfg.torch_threads,
-            run_device=cfg.device,
-            lr_schedule=cfg.lr_schedule,
-            clip_range_schedule=cfg.clip_range_schedule,
-            env_id=cfg.env.id,
-        )
+        model = load_saved_agent(agent, device="cpu", plays=venv)
         graph = build_graph(model, venv)
         seed = agent.episode_seed(None)
         recording = record(model, venv, graph, episodes, seed)

@@ -19,6 +19,7 @@ from rlexp.builders.model import schedules
 from rlexp.config.schema import AlgoConfig, Backend
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.loading.spaces import aligned_spaces, check_spaces
+from rlexp.rundir.agents import SavedAgent
 from rlexp.rundir.pickles import model_objects, restricted_loads
 from rlexp.rundir.trust import trusted_packages
 
@@ -75,6 +76,18 @@ def _acting_buffer(objects: dict[str, Any]) -> dict[str, Any]:
     if isinstance(buffer, type) and issubclass(buffer, HerReplayBuffer):
         return {"replay_buffer_class": None, "replay_buffer_kwargs": {}}
     return {}
+
+
+def load_saved_agent(
+    agent: SavedAgent, device: str | None = None, env: VecEnv | None = None, plays: VecEnv | None = None
+) -> BaseAlgorithm:
+    """A saved agent of a run (or an RL Zoo folder) to act with: ``load_agent`` with what its run's config
+    says of it (algorithm, backend, schedules, device), and the packages its user trusts."""
+    c = agent.cfg
+    return load_agent(
+        agent.model, device, env, agent.trust, plays, algo=c.algo, backend=c.backend, torch_threads=c.torch_threads,
+        run_device=c.device, lr_schedule=c.lr_schedule, clip_range_schedule=c.clip_range_schedule, env_id=c.env.id,
+    )  # fmt: skip
 
 
 def checked_objects(

@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlexp.cluster.cpus import cnn_on_envpool, passive_waits
 from rlexp.config.env_families import check_family
 from rlexp.config.plain import plain_dict
+from rlexp.config.schema import ExperimentConfig, as_node
 from rlexp.config.tuned import check_tuned
 from rlexp.config.validation import (
     check_evaluation_count,
@@ -54,7 +55,7 @@ class Checked:
     created: Path | None = None
 
 
-def _check_extra_callbacks(cfg: DictConfig) -> None:
+def _check_extra_callbacks(cfg: ExperimentConfig) -> None:
     """User callbacks name an SB3 callback class (they are built once, by the run: they may log or connect)."""
     from hydra.utils import get_class
     from stable_baselines3.common.callbacks import BaseCallback
@@ -85,7 +86,7 @@ def _check_moved_targets(node: Any, where: str = "") -> None:
             _check_moved_targets(value, f"{where}{i}.")
 
 
-def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], here: bool = True) -> None:
+def check_static(cfg: ExperimentConfig, choices: dict[str, Any], overrides: list[str], here: bool = True) -> None:
     """The checks that build nothing: unknown keys, an explicit tuned file, ranges, the device (``here``:
     present on this machine, which is where the run will train)."""
     from rlexp.builders.backends import algo_target, check_sbx_device, check_sbx_schedule, is_sbx
@@ -94,13 +95,13 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
 
     check_required(cfg, overrides)
     _check_moved_targets(OmegaConf.to_container(cfg, resolve=False))
-    reject_unknown_keys(cfg)
+    reject_unknown_keys(as_node(cfg))
     check_group_keys(cfg, overrides)
     check_installed(cfg.logger)
     _check_stop(cfg)
     check_tuned(choices, overrides)  # (before the generic check of optional groups: it says more for tuned=)
     check_optional_choices(overrides)
-    check_ranges(cfg)
+    check_ranges(as_node(cfg))
     check_evaluation_count(cfg.callbacks.eval, cfg.n_timesteps)
     check_policy_kwargs(cfg.algo)
     if is_sbx(cfg.backend):  # (what needs sbx's classes is checked where the job runs)
@@ -109,7 +110,7 @@ def check_static(cfg: DictConfig, choices: dict[str, Any], overrides: list[str],
     check_device(cfg.device, here)
 
 
-def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resuming: bool = False) -> list[str]:
+def check(cfg: ExperimentConfig, choices: dict[str, Any], overrides: list[str], resuming: bool = False) -> list[str]:
     """Refuses a bad experiment config with a ConfigError naming the key; returns warnings.
 
     ``resuming``: the run continues in its run dir (Gymnasium's env checker ran when it started)."""
@@ -155,7 +156,7 @@ def check(cfg: DictConfig, choices: dict[str, Any], overrides: list[str], resumi
     )
 
 
-def _check_stop(cfg: DictConfig) -> None:
+def _check_stop(cfg: ExperimentConfig) -> None:
     """callbacks.stop: solved, a reward or null, with periodic evaluations to reach it."""
     from rlexp.monitor.evaluation import eval_freq
     from rlexp.monitor.solved import stop_value

@@ -15,8 +15,8 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.builders.backends import is_sbx, jax_device
 from rlexp.builders.callbacks import RunCallbacks, build_callbacks
@@ -25,6 +25,7 @@ from rlexp.builders.logger import run_logger
 from rlexp.builders.torch_settings import foreach_optimizers, unchecked_distributions
 from rlexp.config.overrides import as_override
 from rlexp.config.plain import plain_dict
+from rlexp.config.schema import ExperimentConfig
 from rlexp.errors import Diverged
 from rlexp.figures.curves import BackgroundCurves
 from rlexp.lifecycle import lock
@@ -53,7 +54,7 @@ RunEnd = Callable[[RunRecord, Path, bool], None]
 
 
 def run(
-    cfg: DictConfig,
+    cfg: ExperimentConfig,
     run_dir: Path,
     choices: dict[str, Any],
     command: list[str],
@@ -109,7 +110,7 @@ def run(
 
 
 def _train_and_evaluate(
-    cfg: DictConfig,
+    cfg: ExperimentConfig,
     run_dir: Path,
     record: RunRecord,
     reporter: ReportToTrial | None,
@@ -166,24 +167,7 @@ def _train_and_evaluate(
             curves.draw()
         save_agent(model, run_dir, replay_buffer=cfg.callbacks.checkpoint.save_replay_buffer)
         record.best_eval = callbacks.best()
-        try:  # a stop signal abandons it: the trained agent resumes to it
-            stopper.check_evaluation()
-            episodes, deterministic = cfg.callbacks.eval.final_episodes, cfg.callbacks.eval.deterministic
-            with closed_at_end(
-                build_eval_env(
-                    cfg.env,
-                    episodes,
-                    run_dir / MONITOR_DIR / FINAL_EPISODES,
-                    continued,
-                    seed=cfg.seed,
-                    eval_cfg=cfg.callbacks.eval,
-                    check_finite=cfg.diagnostics.finite,
-                )
-            ) as env:
-                final = final_evaluation(model, train_env, env, episodes, deterministic, stopper.check_evaluation)
-        except StopEvaluation:
-            stopper.save(int(model.num_timesteps))
-            raise stopper.interrupted() from None  # type: ignore[misc]  # (saved just above: never None)
+        final = _final_evaluation(cfg, run_dir, model, train_env, continued, stopper)
         record.final_eval = final
         judge_final(record.diagnostics, cfg.diagnostics, model.ep_info_buffer, final, record.random_baseline)
         record.reference, record.zoo_published = run_standing(
@@ -196,8 +180,37 @@ def _train_and_evaluate(
         )
 
 
+def _final_evaluation(
+    cfg: ExperimentConfig,
+    run_dir: Path,
+    model: BaseAlgorithm,
+    train_env: VecEnv,
+    continued: bool,
+    stopper: StopOnSignal,
+) -> dict[str, Any]:
+    """The trained agent scored on fresh episodes; a stop signal abandons it (the trained agent resumes to it)."""
+    try:
+        stopper.check_evaluation()
+        episodes, deterministic = cfg.callbacks.eval.final_episodes, cfg.callbacks.eval.deterministic
+        with closed_at_end(
+            build_eval_env(
+                cfg.env,
+                episodes,
+                run_dir / MONITOR_DIR / FINAL_EPISODES,
+                continued,
+                seed=cfg.seed,
+                eval_cfg=cfg.callbacks.eval,
+                check_finite=cfg.diagnostics.finite,
+            )
+        ) as env:
+            return final_evaluation(model, train_env, env, episodes, deterministic, stopper.check_evaluation)
+    except StopEvaluation:
+        stopper.save(int(model.num_timesteps))
+        raise stopper.interrupted() from None  # type: ignore[misc]  # (saved just above: never None)
+
+
 def _learn(
-    cfg: DictConfig,
+    cfg: ExperimentConfig,
     run_dir: Path,
     model: BaseAlgorithm,
     callbacks: RunCallbacks,

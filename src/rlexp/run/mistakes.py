@@ -22,7 +22,7 @@ from omegaconf.errors import OmegaConfBaseException, ValidationError
 from omegaconf.nodes import BooleanNode, EnumNode, FloatNode, IntegerNode, StringNode
 
 from rlexp.config.overrides import list_keys
-from rlexp.config.schema import schema_fields
+from rlexp.config.schema import ExperimentConfig, as_node, schema_fields
 from rlexp.config.tuned import options_on_search_path
 from rlexp.config.validation import did_you_mean
 from rlexp.errors import ConfigError
@@ -218,14 +218,14 @@ def placed_groups() -> dict[str, PlacedGroup]:
     return placed
 
 
-def check_group_keys(cfg: DictConfig, overrides: list[str]) -> None:
+def check_group_keys(cfg: ExperimentConfig, overrides: list[str]) -> None:
     """``lr_schedule=cosine`` means ``schedule@lr_schedule=cosine``: a word given to a key that a config group
     fills would reach the builders as a word (Hydra lets it through: the key is untyped)."""
     for override in overrides:
         key, eq, value = override.partition("=")
         key = key.lstrip("+~")
         placed = placed_groups().get(key)
-        if eq and placed is not None and not isinstance(OmegaConf.select(cfg, key, default=None), DictConfig):
+        if eq and placed is not None and not isinstance(OmegaConf.select(as_node(cfg), key, default=None), DictConfig):
             raise ConfigError(placed.said(override, key, value))
 
 
@@ -254,7 +254,7 @@ def _searched_options(group: str) -> tuple[str, ...]:
     return tuple(options_on_search_path(group)) if HydraConfig.initialized() else group_options(group)
 
 
-def check_required(cfg: DictConfig, overrides: list[str]) -> None:
+def check_required(cfg: ExperimentConfig, overrides: list[str]) -> None:
     """What a ``~key`` removed that the run needs, a group's option (``~callbacks``) or a key of the schema
     (``~seed``), and a value left ``???``: the run would fail later on, naming no override."""
     missing = sorted(OmegaConf.missing_keys(cfg))
@@ -264,7 +264,7 @@ def check_required(cfg: DictConfig, overrides: list[str]) -> None:
     for override in (o for o in overrides if o.startswith("~")):
         key = override[1:].partition("=")[0]
         parent_key, _, name = key.rpartition(".")
-        parent = OmegaConf.select(cfg, parent_key, default=None) if parent_key else cfg
+        parent = OmegaConf.select(as_node(cfg), parent_key, default=None) if parent_key else as_node(cfg)
         schema = OmegaConf.get_type(parent) if isinstance(parent, DictConfig) else None
         declared = dataclasses.is_dataclass(schema) and name in {f.name for f in dataclasses.fields(schema)}
         if declared and name not in parent:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import EvalCallback
 
 from rlexp.builders.callbacks import SaveBestCallback
+from rlexp.config.schema import ExperimentConfig
 from rlexp.lifecycle.resume import ResumePoint
 from rlexp.rundir.contract import (
     BEST_DIR,
@@ -38,7 +38,7 @@ def restore_evaluations(eval_cb: EvalCallback, data: Evaluations | None, n_calls
 
 
 def restore_evaluation_state(
-    cfg: DictConfig,
+    cfg: ExperimentConfig,
     run_dir: Path,
     record: RunRecord,
     resume: ResumePoint,

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlexp.builders.backends import algo_target, is_sbx
 from rlexp.builders.envs import closed_at_end, one_env
 from rlexp.cluster.cpus import cnn_on_envpool, job_threads
 from rlexp.config.plain import plain_dict
+from rlexp.config.schema import ExperimentConfig
 from rlexp.config.tuned import tuned_note
 from rlexp.lifecycle.preemption import StopOnSignal
 from rlexp.lifecycle.resume import ResumePoint
@@ -32,7 +32,7 @@ log = logging.getLogger("rlexp.run.manager")  # (the run's own lines, under one 
 
 
 def start_run(
-    cfg: DictConfig,
+    cfg: ExperimentConfig,
     run_dir: Path,
     choices: dict[str, Any],
     command: list[str],
@@ -81,7 +81,7 @@ def _shown(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, stopper: StopOnSignal) -> None:
+def before_training(cfg: ExperimentConfig, record: RunRecord, model: BaseAlgorithm, stopper: StopOnSignal) -> None:
     """A new run's random baseline (what the agent must beat; a stop signal abandons it) and step budget."""
     if cfg.random_baseline.episodes:
         with closed_at_end(one_env(cfg.env, for_eval=True)) as env:
@@ -106,7 +106,7 @@ def before_training(cfg: DictConfig, record: RunRecord, model: BaseAlgorithm, st
 
 
 def _new_record(
-    cfg: DictConfig, choices: dict[str, Any], run_dir: Path, command: list[str], threads: int, warnings: list[str]
+    cfg: ExperimentConfig, choices: dict[str, Any], run_dir: Path, command: list[str], threads: int, warnings: list[str]
 ) -> RunRecord:
     """The record of a run that starts now (status running)."""
     return RunRecord.start(

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 import optuna
-from omegaconf import DictConfig
 
 from rlexp.config.overrides import as_override
 from rlexp.config.plain import plain_dict
+from rlexp.config.schema import ExperimentConfig, as_experiment, as_node
 from rlexp.errors import Interrupted
 from rlexp.lifecycle.state import completed_run, config_difference
 from rlexp.run.manager import RunEnd, run
@@ -22,7 +22,7 @@ log = logging.getLogger("rlexp.run.manager")
 
 
 def run_trial(
-    cfg: DictConfig,
+    cfg: ExperimentConfig,
     run_dir: Path,
     choices: dict[str, Any],
     command: list[str],
@@ -57,7 +57,7 @@ def run_trial(
     late: Interrupted | None = None
     reporters: list[ReportToTrial] = []
     for seed in seeds:
-        seed_cfg = cfg.copy()
+        seed_cfg = as_experiment(as_node(cfg).copy())
         seed_cfg.seed = seed
         seed_dir = run_dir / f"{SEED_DIR_PREFIX}{seed}"
         per_seed = cfg.callbacks.eval.n_evaluations
