@@ -190,6 +190,13 @@ def benchmark_search_scale(session: nox.Session) -> None:
     session.run("python", "benchmarks/search_scale.py", *session.posargs)
 
 
+@nox.session(name="benchmark-search-steady")
+def benchmark_search_steady(session: nox.Session) -> None:
+    """A search that never idles: rlexp's batches and steady search against Optuna's optimize, 1-4 workers."""
+    _install(session)
+    session.run("python", "benchmarks/search_steady.py", *session.posargs)
+
+
 @nox.session(name="zoo-parity")
 def zoo_parity(session: nox.Session) -> None:
     """Same seed, same agent: every tuned pair trained by RL Zoo's own train.py and by rlexp, tensor by tensor
