@@ -17,6 +17,7 @@ machine has 2 cores: 4 workers share them.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -89,8 +90,11 @@ study.optimize(objective, n_trials=trials, n_jobs=workers)
 class Result:
     wall: float
     trials: list[optuna.trial.FrozenTrial]
+    job_seconds: float | None = None  # rlexp: its jobs' own times (a trial asked with its batch waits in it)
 
     def busy(self) -> float:
+        if self.job_seconds is not None:
+            return self.job_seconds
         return sum(
             (t.datetime_complete - t.datetime_start).total_seconds()
             for t in self.trials
@@ -118,7 +122,21 @@ def run_rlexp(work: Path, workers: int, trials: int, mode: str) -> Result:
     args += [f"hydra.sweeper.n_trials={trials}", "hydra.sweeper.study_name=steady", f"hydra.sweep.dir={sweep}"]
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "rlexp", "-m", *args], cwd=work, check=True, capture_output=True)
-    return Result(time.perf_counter() - start, _study(f"sqlite:///{sweep / 'study.db'}", "steady"))
+    wall = time.perf_counter() - start
+    return Result(wall, _study(f"sqlite:///{sweep / 'study.db'}", "steady"), _job_seconds(sweep))
+
+
+def _job_seconds(sweep: Path) -> float:
+    """The trials' runs from their start to their end (summary.json's times), summed."""
+    from datetime import datetime
+
+    total = 0.0
+    for summary in sweep.glob("trial_*/summary.json"):
+        record = json.loads(summary.read_text())
+        if record.get("start_time") and record.get("end_time"):
+            ended, began = (datetime.fromisoformat(record[k]) for k in ("end_time", "start_time"))
+            total += (ended - began).total_seconds()
+    return total
 
 
 def run_optuna(work: Path, workers: int, trials: int) -> Result:

@@ -58,3 +58,15 @@ def test_a_mode_that_is_none_is_refused_in_one_line(tmp_path):
     assert result.returncode == 1
     assert "hydra.sweeper.mode=stedy" in result.stderr and "steady" in result.stderr, result.stderr
     assert not (tmp_path / "sweep").exists()
+
+
+def test_past_the_failure_rate_the_running_trials_end_before_the_search(tmp_path):
+    """Every trial fails (its front door refuses 0 steps per episode): the steady search asks no more once past
+    the failure rate, and ends, in one line, only when no trial of it is still running."""
+    broken = ["env.max_episode_steps=choice(0)", "hydra.sweeper.n_trials=8", "hydra.sweep.dir=sweep"]
+    result = rlexp_cli([*PARALLEL, *broken], cwd=tmp_path, env=_env(), timeout=600)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("rlexp: error: ")
+    assert "trials failed, above hydra.sweeper.max_failure_rate" in result.stderr
+    trials = _trials(tmp_path / "sweep")
+    assert 4 <= len(trials) < 8 and all(t.state == TrialState.FAIL for t in trials)

@@ -110,16 +110,20 @@ class Sweep:
     def _run_steady(self, search: OpenSearch, slots: int) -> None:
         """``slots`` trials running at all times until the study has its trials: each one told as it ends,
         its slot given the next trial at once. A stop signal: the trials that ended were told, the running
-        ones are queued again (handed over), the results written, and the signal raised on."""
+        ones are queued again (handed over), the results written, and the signal raised on. Too many failed
+        trials: no more are asked, and the search ends once the running ones have ended and been told."""
         study = search.study
         running: dict[Future[JobOutcome], TrialJob] = {}
+        failing: ConfigError | None = None
         try:
             while True:
-                free = slots - len(running)
+                free = slots - len(running) if failing is None else 0
                 if free > 0:
                     for job in self.ask(search, free, running=len(running)):
                         running[self.jobs.start(job.overrides)] = job
                 if not running:
+                    if failing is not None:
+                        raise failing
                     return
                 ended, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in ended:
@@ -129,7 +133,13 @@ class Sweep:
                     except Exception as err:  # a job's overrides do not compose, or it died without a result
                         outcome = recorded_outcome(job.trial, err)
                     self.tell(study, job.trial, outcome)
-                self.settle(study)
+                if failing is not None:  # (the failure rate was passed: what still runs ends first, told)
+                    write_results(study, self.sweep_dir, self.choices, plots=False)
+                    continue
+                try:
+                    self.settle(study)
+                except ConfigError as err:
+                    failing = err
         except Interrupted as err:
             for job in running.values():
                 tell_or_hand_over(study, job.trial, recorded_outcome(job.trial, err))
