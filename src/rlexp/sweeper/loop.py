@@ -140,7 +140,7 @@ class Sweep:
                     self.settle(study)
                 except ConfigError as err:
                     failing = err
-        except Interrupted as err:
+        except (Interrupted, KeyboardInterrupt) as err:  # (Ctrl-C reaches the sweeper of process jobs as such)
             for job in running.values():
                 tell_or_hand_over(study, job.trial, recorded_outcome(job.trial, err))
             write_results(study, self.sweep_dir, self.choices, plots=False)
@@ -207,7 +207,10 @@ class Sweep:
             return self.jobs.run([job.overrides for job in trials])
         except Exception as err:  # a job's overrides do not compose, or one submitit job died without a result
             return [recorded_outcome(job.trial, err) for job in trials]
-        except Interrupted as err:  # a stop signal: the trials that ended count, the others run again
+        except (
+            Interrupted,
+            KeyboardInterrupt,
+        ) as err:  # a stop signal or Ctrl-C: the trials that ended count, the others run again
             for job in trials:
                 tell_or_hand_over(study, job.trial, recorded_outcome(job.trial, err))
             write_results(study, self.sweep_dir, self.choices, plots=False)
