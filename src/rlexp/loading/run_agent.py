@@ -1,5 +1,5 @@
-"""The agent a run trains, and the VecNormalize statistics it starts from: a new one, the one it saved
-before stopping (resume), or a trained agent it continues."""
+"""A saved agent a run trains on (the one it saved before stopping, or a trained agent it continues) and the
+VecNormalize statistics it starts from; which one, or a new agent, rlexp.run.manager chooses."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlexp.builders.backends import algo_class, algo_target
 from rlexp.builders.device import resolve_device
-from rlexp.builders.model import build_model
-from rlexp.config.schema import ActionNoiseConfig, AlgoConfig, Backend, EnvConfig
+from rlexp.config.schema import AlgoConfig, Backend
 from rlexp.errors import ConfigError
 from rlexp.loading.agent import checked_objects, load_replay_buffer
 from rlexp.loading.spaces import aligned_spaces
@@ -71,39 +70,6 @@ def load_model(
             load_replay_buffer(model, buffer)
         else:
             model.load_replay_buffer(buffer)
-    return model
-
-
-def agent_for_run(
-    env: VecEnv,
-    resume: Path | None,
-    trained_agent: str | None,
-    *,
-    algo: AlgoConfig,
-    backend: Backend | str,
-    torch_threads: int | None,
-    device: str,
-    seed: int,
-    lr_schedule: DictConfig,
-    clip_range_schedule: DictConfig,
-    action_noise: ActionNoiseConfig,
-    verbose: int,
-    env_cfg: EnvConfig,
-) -> BaseAlgorithm:
-    """The agent a run trains: the one it saved before stopping (``resume``), the trained agent it continues
-    (``trained_agent``), or a new one (rlexp.builders.model.build_model, which the keywords are for)."""
-    if trained_agent is None and resume is None:
-        return build_model(
-            env, algo, backend=backend, torch_threads=torch_threads, device=device, seed=seed, lr_schedule=lr_schedule,
-            clip_range_schedule=clip_range_schedule, action_noise=action_noise, verbose=verbose, env_cfg=env_cfg,
-        )  # fmt: skip
-    model = load_model(
-        str(resume) if resume is not None else str(trained_agent), env, restricted=resume is None, algo=algo,
-        backend=backend, torch_threads=torch_threads, device=device, seed=seed, lr_schedule=lr_schedule,
-        clip_range_schedule=clip_range_schedule,
-    )  # fmt: skip
-    if resume is not None:  # new episodes and exploration noise, not a replay of the run's first ones
-        model.set_random_seed(seed + int(model.num_timesteps))
     return model
 
 

@@ -22,6 +22,7 @@ from rlexp.builders.backends import is_sbx, jax_device
 from rlexp.builders.callbacks import RunCallbacks, build_callbacks
 from rlexp.builders.envs import build_eval_env, closed_at_end, run_envs, spec_threshold
 from rlexp.builders.logger import run_logger
+from rlexp.builders.model import build_model
 from rlexp.builders.torch_settings import foreach_optimizers, unchecked_distributions
 from rlexp.config.overrides import as_override
 from rlexp.config.plain import plain_dict
@@ -32,7 +33,7 @@ from rlexp.lifecycle import lock
 from rlexp.lifecycle.preemption import StopEvaluation, StopOnSignal, StopTraining
 from rlexp.lifecycle.resume import ResumePoint
 from rlexp.lifecycle.state import completed_run, config_difference
-from rlexp.loading.run_agent import agent_for_run, normalization_for_run
+from rlexp.loading.run_agent import load_model, normalization_for_run
 from rlexp.monitor.evaluation import final_evaluation
 from rlexp.monitor.health import judge_final
 from rlexp.monitor.solved import stop_threshold
@@ -128,12 +129,7 @@ def _train_and_evaluate(
         check_finite=cfg.diagnostics.finite, n_timesteps=cfg.n_timesteps,
     )  # fmt: skip
     with envs as (train_env, eval_env):
-        model = agent_for_run(
-            train_env, resume.path if resume else None, cfg.trained_agent, algo=cfg.algo, backend=cfg.backend,
-            torch_threads=cfg.torch_threads, device=cfg.device, seed=cfg.seed, lr_schedule=cfg.lr_schedule,
-            clip_range_schedule=cfg.clip_range_schedule, action_noise=cfg.action_noise,
-            verbose=cfg.logger.verbose, env_cfg=cfg.env,
-        )  # fmt: skip
+        model = _agent(cfg, train_env, resume.path if resume else None)
         record.device = jax_device() if is_sbx(cfg.backend) else str(model.device)
         writers = [GuardedWriter(t.writer(), t.name) for t in trackers]  # a tracker that fails is a warning
         logs = run_dir / LOGS_DIR
@@ -178,6 +174,25 @@ def _train_and_evaluate(
             final=final["mean"],
             steps=int(model.num_timesteps),
         )
+
+
+def _agent(cfg: ExperimentConfig, env: VecEnv, resume: Path | None) -> BaseAlgorithm:
+    """The agent the run trains: the one it saved before stopping (``resume``), the trained agent it continues
+    (``trained_agent``), or a new one."""
+    if cfg.trained_agent is None and resume is None:
+        return build_model(
+            env, cfg.algo, backend=cfg.backend, torch_threads=cfg.torch_threads, device=cfg.device, seed=cfg.seed,
+            lr_schedule=cfg.lr_schedule, clip_range_schedule=cfg.clip_range_schedule, action_noise=cfg.action_noise,
+            verbose=cfg.logger.verbose, env_cfg=cfg.env,
+        )  # fmt: skip
+    model = load_model(
+        str(resume) if resume is not None else str(cfg.trained_agent), env, restricted=resume is None,
+        algo=cfg.algo, backend=cfg.backend, torch_threads=cfg.torch_threads, device=cfg.device, seed=cfg.seed,
+        lr_schedule=cfg.lr_schedule, clip_range_schedule=cfg.clip_range_schedule,
+    )  # fmt: skip
+    if resume is not None:  # new episodes and exploration noise, not a replay of the run's first ones
+        model.set_random_seed(cfg.seed + int(model.num_timesteps))
+    return model
 
 
 def _final_evaluation(
