@@ -7,8 +7,9 @@ evaluation 1, 2, ...), then 5 final episodes; the learning rate searched (TPE, s
 so trials differ in length, as in a real search. Per method and worker count it prints the wall time for the
 trials, trials per minute, the idle share of the workers (1 - sum of trial times / (workers x wall)), and the
 time until the best value reached the value every method reached. rlexp's 2- and 4-worker searches run their
-trials as processes (hydra/launcher=local_parallel); at 1 worker in the sweeper's process (the default). This
-machine has 2 cores: 4 workers share them.
+trials as processes: hydra/launcher=local_parallel (each forked from a server that imported rlexp once), and,
+as the searches ran before it, hydra/launcher=submitit_local in batches (a new Python process per trial); at
+1 worker in the sweeper's process (the default). This machine has 2 cores: 4 workers share them.
 
     python benchmarks/search_steady.py [--workers 1,2,4] [--trials 16]
     nox -s benchmark-search-steady
@@ -115,9 +116,9 @@ def _study(url: str, name: str) -> list[optuna.trial.FrozenTrial]:
     return optuna.load_study(study_name=name, storage=url).get_trials(deepcopy=False)
 
 
-def run_rlexp(work: Path, workers: int, trials: int, mode: str) -> Result:
-    sweep = work / f"rlexp-{mode}-{workers}"
-    launcher = ["hydra/launcher=local_parallel"] if workers > 1 else []
+def run_rlexp(work: Path, workers: int, trials: int, mode: str, launcher_name: str = "local_parallel") -> Result:
+    sweep = work / f"rlexp-{mode}-{launcher_name}-{workers}"
+    launcher = [f"hydra/launcher={launcher_name}"] if workers > 1 else []
     args = [*RLEXP_TRIAL, *launcher, f"hydra.sweeper.n_jobs={workers}", f"hydra.sweeper.mode={mode}"]
     args += [f"hydra.sweeper.n_trials={trials}", "hydra.sweeper.study_name=steady", f"hydra.sweep.dir={sweep}"]
     start = time.perf_counter()
@@ -156,6 +157,9 @@ def main() -> None:
         rows: list[tuple[str, int, Result]] = []
         for workers in (int(w) for w in args.workers.split(",")):
             modes = ["batch", "steady"] if workers > 1 else ["steady"]  # (one worker: the same search)
+            if workers > 1:  # (a new process per trial, in batches: the searches before local_parallel forked)
+                result = run_rlexp(work, workers, args.trials, "batch", "submitit_local")
+                rows.append(("rlexp submitit", workers, result))
             for mode in modes:
                 rows.append((f"rlexp {mode}", workers, run_rlexp(work, workers, args.trials, mode)))
             rows.append(("optuna optimize", workers, run_optuna(work, workers, args.trials)))
@@ -177,7 +181,11 @@ def main() -> None:
         by = {(name, workers): result.wall for name, workers, result in rows}
         for workers in sorted({w for _, w, _ in rows if w > 1}):
             ratio = by[("rlexp steady", workers)] / by[("rlexp batch", workers)]
-            print(f"{workers} workers: steady takes {ratio:.2f}x the wall time of batches for the same trials")
+            before = by[("rlexp steady", workers)] / by[("rlexp submitit", workers)]
+            print(
+                f"{workers} workers: steady takes {ratio:.2f}x the wall time of batches for the same trials, "
+                f"{before:.2f}x that of batches of submitit_local processes"
+            )
         if ("rlexp steady", 1) in by:
             print(
                 f"1 worker: rlexp takes {by[('rlexp steady', 1)] / by[('optuna optimize', 1)]:.2f}x Optuna's optimize"

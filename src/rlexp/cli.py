@@ -24,7 +24,7 @@ from rlexp.commands.train import FULL_ERROR as _FULL_ERROR
 from rlexp.commands.train import USER_ERRORS, exit_with, train_job
 from rlexp.config import hydra_versions
 from rlexp.config.overrides import as_override
-from rlexp.errors import Diverged, Interrupted, Refused, collapsed
+from rlexp.errors import Diverged, Interrupted, Refused, Stopped, collapsed
 from rlexp.process_exit import exit_without_teardown, stopped_by_ctrl_c
 from rlexp.run.hydra_session import command_overrides, register_hydra
 from rlexp.zoo.flags import zoo_line
@@ -51,10 +51,15 @@ def _stopped(err: Interrupted) -> None:
     sys.exit(128 + err.signum)
 
 
+# a job that ended without a result: submitit's error, local_parallel's (rlexp.cluster.forked_jobs)
+_JOB_DIED = ("UncompletedJobError", "JobDied")
+
+
 def _job_died(err: Exception) -> None:
-    """A submitit job (SLURM or local) ended without a result, e.g. cancelled or stopped by SIGTERM."""
+    """A job (submitit's on SLURM or here, local_parallel's) ended without a result, e.g. cancelled or
+    stopped by SIGTERM."""
     text = collapsed(str(err).split("Error stream produced:")[0])
-    sweep_dir = re.search(r"with path (\S+)/\.submitit/", text)
+    sweep_dir = re.search(r"with path (\S+)/\.submitit/", text) or re.search(r"its output: (\S+)/\.jobs/", text)
     hint = (
         f"; if it was stopped by a signal, its run dir kept a checkpoint: re-running the same command "
         f"with hydra.sweep.dir={sweep_dir.group(1)} resumes it (and keeps the runs that completed)"
@@ -200,7 +205,7 @@ def _app() -> None:
         app()
     except (Exception, Refused) as err:
         seed_report = sys.modules.get("rlexp.run.seed_report")  # (loaded by Hydra's callbacks, if at all)
-        if seed_report is not None and type(err).__name__ != "UncompletedJobError":
+        if seed_report is not None and type(err).__name__ not in _JOB_DIED:
             seed_report.report_after_failure()
         front_door = sys.modules.get("rlexp.run.front_door")
         if front_door is not None:
@@ -242,13 +247,25 @@ def _main(command: Callable[[], None]) -> None:
         print(f"rlexp: error: {err.filename or 'a run file'}: {err.strerror} (errno {err.errno})", file=sys.stderr)
         sys.exit(1)
     except Exception as err:
-        if type(err).__name__ != "UncompletedJobError" or _FULL_ERROR:  # submitit's, imported only when used
+        if type(err).__name__ not in _JOB_DIED or _FULL_ERROR:  # (submitit's imported only when used)
             raise
         _job_died(err)
     except KeyboardInterrupt:
         if _FULL_ERROR:
             raise
         _ctrl_c()
+    except Stopped as err:
+        _jobs_stopped(err)
+
+
+def _jobs_stopped(err: Stopped) -> NoReturn:
+    """A signal to a multirun or search waiting on its local_parallel jobs: they checkpointed and ended."""
+    sweep_dir = as_override("hydra.sweep.dir", str(HydraConfig.get().sweep.dir)) if HydraConfig.initialized() else ""
+    print(
+        f"rlexp: {err}; its running jobs stopped at a checkpoint: to finish, re-run the same command with {sweep_dir}",
+        file=sys.stderr,
+    )
+    sys.exit(128 + err.signum)
 
 
 def _ctrl_c() -> NoReturn:

@@ -51,6 +51,17 @@ class Refused(BaseException):
         self.error = error
 
 
+class Stopped(BaseException):
+    """A stop signal came to a command that waits on job processes of its own (a multirun's or a search's
+    on local_parallel): its running jobs were sent SIGTERM (each checkpoints and ends) before it ended.
+
+    A BaseException, like KeyboardInterrupt, so that no sweep records it as a failed job."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
 class Interrupted(BaseException):
     """Training stopped on a signal, after writing a resume checkpoint; or a signal came just as the run
     completed (``completed``: its final mean reward), which ends a sweep before its next job.

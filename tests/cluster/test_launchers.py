@@ -20,7 +20,7 @@ from rlexp.config.overrides import as_override
     [
         ("slurm_cpu", "SlurmLauncher", {"cpus_per_task": 2, "gpus_per_node": None, "max_num_timeout": 5}),
         ("slurm_gpu", "SlurmLauncher", {"cpus_per_task": 4, "gpus_per_node": 1, "signal_delay_s": 120}),
-        ("local_parallel", "LocalParallelLauncher", {"max_parallel": None}),
+        ("local_parallel", "LocalParallelLauncher", {"max_parallel": None, "log_folder": ".jobs"}),
     ],
 )
 def test_launcher_presets_compose(preset, target, expected):
@@ -29,7 +29,8 @@ def test_launcher_presets_compose(preset, target, expected):
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith(target)
     assert {k: launcher[k] for k in expected} == expected
-    assert launcher.submitit_folder == f"{cfg.hydra.sweep.dir}/.submitit/%j"
+    if preset != "local_parallel":  # (rlexp's own: its jobs' output in the sweep dir's .jobs/)
+        assert launcher.submitit_folder == f"{cfg.hydra.sweep.dir}/.submitit/%j"
 
 
 def test_srun_args_and_sbatch_options_are_knobs():
@@ -69,7 +70,7 @@ def test_job_threads_follow_the_cpus_given(monkeypatch):
 @pytest.mark.slow  # parallel jobs, about a minute: in CI's slow run
 def test_local_parallel_runs_jobs_at_once_and_shares_the_cores(tmp_path):
     cpus = usable_cpus()
-    seeds = list(range(cpus + 1))  # one full batch of `cpus` jobs, then one job alone
+    seeds = list(range(cpus + 1))  # `cpus` jobs at once, then one more as soon as a slot is free
     barrier = [
         "+callbacks.extra.barrier._target_=barrier_callback.Barrier",
         as_override("+callbacks.extra.barrier.dir", str(tmp_path / "started")),
@@ -82,5 +83,7 @@ def test_local_parallel_runs_jobs_at_once_and_shares_the_cores(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]  # (the first batch got past the barrier together)
     summaries = [json.loads((tmp_path / "sweep" / str(k) / "summary.json").read_text()) for k in seeds]
     assert all(s["status"] == "completed" for s in summaries)
-    assert [s["torch_threads"] for s in summaries] == [max(1, cpus // cpus)] * cpus + [cpus]
+    assert [s["torch_threads"] for s in summaries] == [1] * len(seeds)  # (a share of the cores for `cpus` jobs)
     assert len({s["pid"] for s in summaries}) == len(seeds)  # each job its own process
+    logs = sorted(p.name for p in (tmp_path / "sweep" / ".jobs").iterdir())  # its output kept, by process id
+    assert logs == sorted(f"{s['pid']}_log.{kind}" for s in summaries for kind in ("err", "out"))

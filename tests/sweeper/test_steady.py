@@ -3,12 +3,17 @@ ends; hydra.sweeper.mode=batch runs n_jobs at a time, repeatable for a seed."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import optuna
 import pytest
-from conftest import SMALL_SEARCH, rlexp_cli
+from background import ended
+from conftest import SMALL_SEARCH, rlexp_cli, wait_for_episodes
 from optuna.trial import TrialState
 
 from rlexp.config.overrides import as_override
@@ -70,3 +75,57 @@ def test_past_the_failure_rate_the_running_trials_end_before_the_search(tmp_path
     assert "trials failed, above hydra.sweeper.max_failure_rate" in result.stderr
     trials = _trials(tmp_path / "sweep")
     assert 4 <= len(trials) < 8 and all(t.state == TrialState.FAIL for t in trials)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # (a zombie has ended)
+
+
+@pytest.mark.slow  # a parallel search stopped and run again: in CI's slow run
+def test_sigterm_to_the_sweeper_alone_stops_its_jobs_and_the_same_command_finishes_them(tmp_path):
+    """local_parallel's jobs are the sweeper's to stop: SIGTERM to its process alone (not its group) reaches
+    the running trials' jobs, which checkpoint and end before it does; their trials run again, continued
+    from those checkpoints, when the same command runs again."""
+    search = [*PARALLEL, "n_timesteps=8192", "hydra.sweeper.n_trials=2", "hydra.sweep.dir=sweep"]
+    proc = subprocess.Popen([sys.executable, "-m", "rlexp", *search], cwd=tmp_path, env={**os.environ, **_env()})
+    with ended(proc):
+        runs = [tmp_path / "sweep" / f"trial_{k:04d}" for k in (0, 1)]
+        for run in runs:
+            wait_for_episodes(run, 3, proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=300) == 128 + signal.SIGTERM
+    stopped = [json.loads((run / "summary.json").read_text()) for run in runs]
+    assert [s["status"] for s in stopped] == ["interrupted"] * 2
+    assert not any(_alive(s["pid"]) for s in stopped)  # (no job left running on its own)
+    again = rlexp_cli(search, cwd=tmp_path, env=_env(), timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    for run, before in zip(runs, stopped, strict=True):
+        after = json.loads((run / "summary.json").read_text())
+        assert after["status"] == "completed" and after["resumed"][0]["step"] == before["steps_done"]
+
+
+@pytest.mark.slow  # parallel runs, one killed: in CI's slow run
+def test_a_job_killed_mid_run_fails_alone_in_one_line(tmp_path):
+    """SIGKILL to one of local_parallel's jobs: the others complete; the command ends in one line naming
+    the job and where its output is."""
+    args = ["-m", "hydra/launcher=local_parallel", "seed=0,1", "n_timesteps=8192", "hydra.sweep.dir=sweep"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlexp", *args],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    with ended(proc):
+        wait_for_episodes(tmp_path / "sweep" / "0", 3, proc)
+        os.kill(json.loads((tmp_path / "sweep" / "0" / "summary.json").read_text())["pid"], signal.SIGKILL)
+        _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("rlexp: error: job #0 ended without a result (exit code -9); its output: "), last
+    assert "hydra.sweep.dir=" in last  # (how to resume it)
+    assert json.loads((tmp_path / "sweep" / "1" / "summary.json").read_text())["status"] == "completed"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from hydra.core.config_store import ConfigStore
-from hydra_plugins.hydra_submitit_launcher.config import LocalQueueConf, SlurmQueueConf
+from hydra_plugins.hydra_submitit_launcher.config import SlurmQueueConf
 
 
 @dataclass
@@ -19,10 +19,16 @@ class SlurmConf(SlurmQueueConf):
 
 
 @dataclass
-class LocalParallelConf(LocalQueueConf):
+class LocalParallelConf:
+    """rlexp's own local launcher: jobs forked from a server that imported the training path once."""
+
     _target_: str = "hydra_plugins.rlexp_launcher.launcher.LocalParallelLauncher"
     # jobs running at once; null: one per usable core
     max_parallel: Optional[int] = None
+    # wall-clock limit of one job (minutes): then SIGTERM (a run checkpoints and ends, resumable)
+    timeout_min: float = 600
+    # each job's stdout and stderr: <log_folder>/<pid>_log.out and _log.err (relative: in the sweep dir)
+    log_folder: str = ".jobs"
 
 
 def register_launcher_configs() -> None:

@@ -3,6 +3,7 @@ at a time, or each job on its own so that a search refills a slot as soon as its
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -11,17 +12,19 @@ from hydra.plugins.launcher import Launcher
 
 from rlexp.sweeper.outcomes import JobOutcome
 
+# launchers whose jobs run in processes of their own, by module and class name
+_APART = {
+    ("hydra_plugins.hydra_submitit_launcher.submitit_launcher", "BaseSubmititLauncher"),
+    ("hydra_plugins.rlexp_launcher.launcher", "LocalParallelLauncher"),
+}
+
 
 def runs_jobs_apart(launcher: Launcher) -> bool:
     """Whether the launcher's jobs run in processes of their own (submitit's local and SLURM launchers,
     rlexp's local_parallel): jobs launched one by one then run side by side. Hydra's in-process launcher
-    runs a job in the sweeper's own process, one at a time. (By name: Hydra's plugin discovery may load the
-    submitit plugin's module a second time, so its class objects are not always the ones an import gives.)"""
-    return any(
-        (cls.__module__, cls.__qualname__)
-        == ("hydra_plugins.hydra_submitit_launcher.submitit_launcher", "BaseSubmititLauncher")
-        for cls in type(launcher).__mro__
-    )
+    runs a job in the sweeper's own process, one at a time. (By name: Hydra's plugin discovery may load a
+    plugin's module a second time, so its class objects are not always the ones an import gives.)"""
+    return any((cls.__module__, cls.__qualname__) in _APART for cls in type(launcher).__mro__)
 
 
 class Jobs:
@@ -57,3 +60,10 @@ class Jobs:
 
         threading.Thread(target=wait, name=f"rlexp-job-{index}", daemon=True).start()
         return ended
+
+    def stop(self) -> None:
+        """The jobs still running sent SIGTERM, where the launcher can reach them (local_parallel's: they
+        checkpoint and end); a search stopped by a signal hands their trials over."""
+        stop_jobs = getattr(self.launcher, "stop_jobs", None)
+        if stop_jobs is not None:
+            stop_jobs(signal.SIGTERM)

@@ -18,7 +18,8 @@ import optuna
 from hydra.plugins.launcher import Launcher
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.errors import ConfigError, Interrupted
+from rlexp.cluster.forked_jobs import stop_signals_raise
+from rlexp.errors import ConfigError, Interrupted, Stopped
 from rlexp.search.results import trial_command, trial_dir, write_results
 from rlexp.search.space import parse_search_space
 from rlexp.search.storage import has_password, shown
@@ -91,7 +92,8 @@ class Sweep:
         search = self.start(arguments)
         at_once = self._steady_slots()
         if at_once > 1:
-            self._run_steady(search, at_once)
+            with stop_signals_raise():  # (its jobs are waited for in threads: a stop comes here)
+                self._run_steady(search, at_once)
         else:
             while trials := self.ask(search, self.settings.n_jobs):
                 for job, outcome in zip(trials, self.launch(search.study, trials), strict=True):
@@ -140,7 +142,8 @@ class Sweep:
                     self.settle(study)
                 except ConfigError as err:
                     failing = err
-        except (Interrupted, KeyboardInterrupt) as err:  # (Ctrl-C reaches the sweeper of process jobs as such)
+        except (Interrupted, Stopped, KeyboardInterrupt) as err:  # (Ctrl-C reaches the sweeper of process jobs as such)
+            self.jobs.stop()
             for job in running.values():
                 tell_or_hand_over(study, job.trial, recorded_outcome(job.trial, err))
             write_results(study, self.sweep_dir, self.choices, plots=False)
@@ -209,6 +212,7 @@ class Sweep:
             return [recorded_outcome(job.trial, err) for job in trials]
         except (
             Interrupted,
+            Stopped,
             KeyboardInterrupt,
         ) as err:  # a stop signal or Ctrl-C: the trials that ended count, the others run again
             for job in trials:
