@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,25 @@ def test_local_parallel_runs_jobs_at_once_and_shares_the_cores(tmp_path):
     assert len({s["pid"] for s in summaries}) == len(seeds)  # each job its own process
     logs = sorted(p.name for p in (tmp_path / "sweep" / ".jobs").iterdir())  # its output kept, by process id
     assert logs == sorted(f"{s['pid']}_log.{kind}" for s in summaries for kind in ("err", "out"))
+
+
+def test_hydra_finds_rlexp_plugins_where_a_wheel_puts_them(tmp_path):
+    """Hydra's plugin scan runs each module of hydra_plugins/ before it is in sys.modules, as it finds them in
+    a wheel's site-packages (an editable install hides them from the scan): SLURM and submitit jobs scan
+    before anything imports rlexp's plugins."""
+    src = Path(__file__).parents[2] / "src"
+    scan = (
+        "from hydra.core.plugins import Plugins\n"
+        "from hydra.plugins.launcher import Launcher\n"
+        "from hydra.plugins.sweeper import Sweeper\n"
+        "print(sorted(p.__name__ for kind in (Launcher, Sweeper) for p in Plugins.instance().discover(kind)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", scan],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "LocalParallelLauncher" in done.stdout and "OptunaSweeper" in done.stdout, done.stdout

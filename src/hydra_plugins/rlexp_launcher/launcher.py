@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +22,21 @@ from rlexp.cluster.forked_jobs import ForkedJobs, stop_signals_raise
 log = logging.getLogger(__name__)
 
 
-@dataclass
 class _Job:
-    """One job as its process runs it (as Hydra's launchers run a job: the sweep's config with its overrides)."""
+    """One job as its process runs it (as Hydra's launchers run a job: the sweep's config with its overrides).
+    (A plain class: Hydra's plugin scan loads this module outside sys.modules, where a dataclass fails.)"""
 
-    hydra_context: HydraContext
-    task_function: TaskFunction
-    config: DictConfig
-    overrides: list[str]
-    number: int
-    singletons: dict[Any, Any]
+    def __init__(
+        self,
+        hydra_context: HydraContext,
+        task_function: TaskFunction,
+        config: DictConfig,
+        overrides: list[str],
+        number: int,
+        singletons: dict[Any, Any],
+    ) -> None:
+        self.hydra_context, self.task_function, self.config = hydra_context, task_function, config
+        self.overrides, self.number, self.singletons = overrides, number, singletons
 
     def __call__(self) -> JobReturn:
         Singleton.set_state(self.singletons)

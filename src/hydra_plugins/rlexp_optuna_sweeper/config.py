@@ -1,7 +1,8 @@
 """Typed schema of `hydra/sweeper=optuna`, with its defaults; rlexp's conf/hydra/sweeper/optuna.yaml chooses
-the sampler and the pruner and names the study and its space."""
+the sampler and the pruner and names the study and its space.
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: Hydra's plugin scan runs a plugin module before it is in
+sys.modules (a wheel's hydra_plugins/), where a dataclass's string annotations cannot be resolved."""
 
 from dataclasses import dataclass, field
 from enum import Enum
