@@ -284,6 +284,7 @@ WHOLE_CONFIG_ENTRIES = {
     "rlexp/api/compose.py:_plain": "the config a user hands rlexp.train",
     "hydra_plugins/rlexp_optuna_sweeper/sweeper.py:setup": "Hydra's sweeper plugin: the sweep's config",
     "hydra_plugins/rlexp_launcher/launcher.py:setup": "Hydra's launcher plugin: the sweep's config, for its jobs",
+    "hydra_plugins/rlexp_launcher/launcher.py:__init__": "one of its jobs: the sweep's config, composed in the job",
     "rlexp/sweeper/loop.py:__init__": "the sweep's config, which the search composes again and records",
     "rlexp/sweeper/opening.py:open_study": "compares the sweep's composed config with the study's",
     "rlexp/sweeper/command_line.py:hide_password": "sets Hydra's own record of the storage URL",
