@@ -411,3 +411,23 @@ def test_a_group_of_one_seed_run_again_is_not_called_seeds():
     assert over_runs(row(4, (0, 0, 0, 0))) == "over 4 runs of seed 0"
     assert over_runs(row(3, (0, 0, 1))) == "over 3 runs of 2 seeds"
     assert over_runs(row(1, None)) == "over 1 seed"  # (a row of all envs: runs, not seeds, are counted)
+
+
+def test_a_report_and_a_plot_load_no_training_library(multirun, tmp_path):
+    """Reading runs needs numpy, scipy and matplotlib, never torch, SB3 or gymnasium (~280 MiB and seconds
+    of a report over 10,000 runs): each command in a fresh interpreter, its modules listed at its end."""
+    import subprocess
+    import sys
+
+    sweep, _ = multirun
+    code = (
+        "import atexit, sys; atexit.register(lambda: print(sorted({'torch', 'stable_baselines3', 'gymnasium'} "
+        "& set(sys.modules)))); from rlexp.commands import run_verb; run_verb(sys.argv[1:])"
+    )
+    for args in (
+        ["report", str(sweep), "--out", str(tmp_path / "r")],
+        ["plot", str(sweep), "--output", str(tmp_path / "p.png")],
+    ):
+        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:]

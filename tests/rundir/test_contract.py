@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -75,3 +76,37 @@ def test_a_config_of_an_earlier_release_names_todays_schedules(tmp_path):
 def test_the_trial_record_is_json(tmp_path):
     contract.write_trial(tmp_path, {"seeds": [0, 1], "finals": [1.0, 2.0], "mean": 1.5})
     assert json.loads((tmp_path / "trial.json").read_text())["mean"] == 1.5
+
+
+EARLIER_RUN = Path(__file__).parent / "earlier_release" / "run"
+CONFIG_TEXTS = [
+    *(p.read_text() for p in (EARLIER_RUN / "config.yaml", EARLIER_RUN / ".hydra" / "hydra.yaml")),  # real ones
+    "algo:\n  _target_: stable_baselines3.PPO\n  learning_rate: 1.0e-05\n  policy_kwargs: {}\n  net: [64, 64]\n"
+    "seed: 3\nn: .inf\nwhen: 2026-12-07\nnothing: null\nyes_no: [yes, no, on, off, 'yes']\ncount: 0x1f\n"
+    "text: |\n  two\n  lines\nbinary: !!binary aGk=\nempty: []\ntuple_like: [[1, 2], {a: 1}]\n",
+    "base: &b {x: 1, y: [1, 2]}\nother: *b\n",  # an alias: one object in PyYAML's build
+    "base: &b {x: 1}\nmerged:\n  <<: *b\n  y: 2\n",  # a merge key
+    "s: !!set {a, b}\no: !!omap [{a: 1}, {b: 2}]\n",
+    "? [1, 2]\n: a list as a key\n",
+    "a: !!python/tuple [1, 2]\n",  # a tag the safe loader refuses
+    "key: 1\nkey: 2\n",
+    "42\n",
+    "",
+    "a: [unclosed\n",
+    "--- 1\n--- 2\n",
+    "a: !!map x\n",
+]
+
+
+@pytest.mark.parametrize("text", CONFIG_TEXTS, ids=range(len(CONFIG_TEXTS)))
+def test_yaml_data_is_what_pyyaml_safe_loads(text):
+    """The plain build of a config (contract.yaml_data) gives PyYAML's data, or raises PyYAML's error."""
+    for loader in {yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)}:
+        try:
+            expected = yaml.load(text, Loader=loader)
+        except yaml.YAMLError as err:
+            with pytest.raises(type(err)):
+                contract.yaml_data(text)
+            continue
+        data = contract.yaml_data(text)
+        assert data == expected and repr(data) == repr(expected)

@@ -13,7 +13,7 @@ from rlexp.errors import ConfigError
 from rlexp.references.files import MIN_SEEDS, Reference, load_reference, reference_path
 from rlexp.references.zoo_benchmark import beside_reference
 from rlexp.reporting.metrics import Metric
-from rlexp.reporting.report_runs import ReportRun
+from rlexp.reporting.report_runs import ReportRun, flat_config
 from rlexp.rundir.contract import COMPLETED
 from rlexp.rundir.record import RunRecord
 
@@ -24,7 +24,7 @@ def reference_group(name: str) -> str:
 
 def _budgets(runs: list[ReportRun]) -> set[int]:
     """The budgets the runs were given (n_timesteps; PPO's last rollout may take them a little past it)."""
-    return {int(r.config.get("n_timesteps") or r.record.steps or 0) for r in runs}
+    return {int(r.flat.get("n_timesteps") or r.record.steps or 0) for r in runs}
 
 
 def _comparable(reference: Reference, runs: list[ReportRun], metric: Metric) -> str | None:
@@ -79,7 +79,7 @@ def reference_runs(
     notes: list[str] = []
     published: list[dict[str, Any]] = []
     for (group, env), cell in cells.items():
-        tuned = {str(r.config.get("tuned_file") or "") for r in cell}
+        tuned = {str(r.flat.get("tuned_file") or "") for r in cell}
         name = tuned.pop() if len(tuned) == 1 else ""
         reference = load_reference(name) if name else None
         if reference is None or reference.env_id != env:
@@ -121,7 +121,7 @@ def _as_run(reference: Reference, i: int) -> ReportRun:
     return ReportRun(
         dir=reference.path or reference_path(reference.name),
         record=record,
-        config=reference.config,
+        flat=flat_config(reference.config),
         group=reference_group(reference.name),
         eval_steps=reference.curve_steps.astype(np.float64),
         eval_means=reference.curves[i],

@@ -7,10 +7,13 @@ the report lists it instead of dropping it silently."""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -66,21 +69,29 @@ def runs_in(path: Path) -> list[Path]:
     what = what_is(path)
     if what.started or what.kind is PathKind.ZOO:  # (a run that never started is no run of a report's)
         return [path]
-    zoo_runs = {p.parent.parent for p in path.rglob(ZOO_ARGS_FILE)}  # RL Zoo's logs/<algo>/<EnvId>_<n>/
+    started, zoo_runs = _walk(path)
     found = sorted(
-        (
-            d
-            for d in (
-                *(p.parent for p in path.rglob(SUMMARY_FILE)),  # not in hidden dirs: a run set aside, .hydra
-                *(d for d in zoo_runs if what_is(d).kind is PathKind.ZOO),
-            )
-            if not any(part.startswith(".") for part in d.relative_to(path).parts)
-        ),
+        [*started, *(d for d in zoo_runs if what_is(d).kind is PathKind.ZOO)],
         key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))],  # job 2 before 10
     )
     if not found:
         raise ConfigError(f"{path}: holds no run (no summary.json in it or under it)")
     return found
+
+
+def _walk(path: Path) -> tuple[list[Path], set[Path]]:
+    """The dirs under ``path`` holding a summary.json, and the RL Zoo log folders there (logs/<algo>/<EnvId>_<n>/,
+    two above an args.yml), in one walk that never enters a hidden dir (a run set aside, .hydra) nor follows
+    a link to a dir (outputs/.../latest: its run is read where it lies)."""
+    started: list[Path] = []
+    zoo_runs: set[Path] = set()
+    for where, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        if SUMMARY_FILE in files:
+            started.append(Path(where))
+        if ZOO_ARGS_FILE in files and where != str(path):
+            zoo_runs.add(Path(where).parent)
+    return started, zoo_runs
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -106,31 +117,63 @@ def _grouped(key: str) -> bool:
     return not any(key == k or key.startswith(f"{k}.") for k in NOT_GROUPED)
 
 
+@lru_cache(maxsize=64)
+def _positions(keys: tuple[str, ...]) -> dict[str, int]:
+    return {key: i for i, key in enumerate(keys)}
+
+
+class FlatConfig(Mapping[str, Any]):
+    """A run's config as dotted keys to leaf values, read-only: its values in one tuple beside the positions
+    of its keys, which the runs of the same keys share (a sweep's 10,000 runs hold their ~200 keys once, and
+    each text value once)."""
+
+    __slots__ = ("_positions", "_values")
+
+    def __init__(self, flat: dict[str, Any]) -> None:
+        self._positions = _positions(tuple(flat))
+        self._values = tuple(sys.intern(v) if type(v) is str else v for v in flat.values())
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[self._positions[key]]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        i = self._positions.get(key)
+        return default if i is None else self._values[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def flat_config(config: dict[str, Any]) -> FlatConfig:
+    """The config as dotted keys, for grouping, the differing keys and runs.csv: an older run's config at the
+    keys added since as a run written then held them (the algorithm's at the schema's defaults, ADDED_KEYS)."""
+    algo = config.get("algo")
+    target = algo.get("_target_") if isinstance(algo, dict) else None
+    defaults = _algo_defaults(target) if isinstance(target, str) else {}
+    missing = {key: value for key, value in defaults.items() if isinstance(algo, dict) and key not in algo}
+    return FlatConfig({**ADDED_KEYS, **flatten({"algo": missing} if missing else {}), **flatten(config)})
+
+
 @dataclass
 class ReportRun:
-    """One run dir as the report sees it; ``left_out`` says why it is not used (None: used)."""
+    """One run dir as the report sees it; ``left_out`` says why it is not used (None: used). Its config is
+    kept flat (flat_config) and its evaluations as their means: what a report reads of it."""
 
     dir: Path
     record: RunRecord  # (status "unreadable": its summary.json or config.yaml could not be read)
-    config: dict[str, Any]
+    flat: FlatConfig
     left_out: str | None = None
     group: str = ""
     score: float | None = None
     eval_steps: np.ndarray = field(default_factory=lambda: np.empty(0))
     eval_means: np.ndarray = field(default_factory=lambda: np.empty(0))
 
-    @cached_property
-    def flat(self) -> dict[str, Any]:
-        """The config as dotted keys, flattened once for grouping, the differing keys and runs.csv."""
-        algo = self.config.get("algo")
-        target = algo.get("_target_") if isinstance(algo, dict) else None
-        defaults = _algo_defaults(target) if isinstance(target, str) else {}
-        missing = {key: value for key, value in defaults.items() if isinstance(algo, dict) and key not in algo}
-        return {**ADDED_KEYS, **flatten({"algo": missing} if missing else {}), **flatten(self.config)}
-
     @property
     def env(self) -> str:
-        return str(self.record.env_id or (self.config.get("env") or {}).get("id") or "?")
+        return str(self.record.env_id or self.flat.get("env.id") or "?")
 
     @property
     def algo(self) -> str:
@@ -138,7 +181,7 @@ class ReportRun:
 
     @property
     def seed(self) -> Any:
-        return self.config.get("seed") if self.record.seed is None else self.record.seed
+        return self.flat.get("seed") if self.record.seed is None else self.record.seed
 
     @cached_property
     def status(self) -> str:
@@ -187,9 +230,12 @@ def read_run(run_dir: Path) -> ReportRun:
     except (OSError, ValueError, ConfigError, yaml.YAMLError) as err:
         kind = "unreadable" if isinstance(err, ConfigError) else type(err).__name__
         return ReportRun(
-            run_dir, RunRecord(status="unreadable"), {}, left_out=f"unreadable {SUMMARY_FILE} or {CONFIG_FILE} ({kind})"
+            run_dir,
+            RunRecord(status="unreadable"),
+            flat_config({}),
+            left_out=f"unreadable {SUMMARY_FILE} or {CONFIG_FILE} ({kind})",
         )
-    run = ReportRun(run_dir, record, config, left_out=_status_problem(record, run_dir))
+    run = ReportRun(run_dir, record, flat_config(config), left_out=_status_problem(record, run_dir))
     if run.left_out is None:
         try:
             evaluations = read_evaluations(run_dir)
@@ -202,7 +248,7 @@ def read_run(run_dir: Path) -> ReportRun:
     return run
 
 
-def _value(run: ReportRun, flat: dict[str, Any], key: str) -> str:
+def _value(run: ReportRun, flat: FlatConfig, key: str) -> str:
     if key == "algo":
         return run.algo
     if key in flat:
@@ -239,7 +285,7 @@ def assign_groups(runs: list[ReportRun], keys: list[str] | None = None) -> None:
             run.group = " ".join(f"{k}={_value(run, flat, k)}" for k in keys)
         return
     by_algo = len({r.algo for r in used}) > 1
-    buckets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    buckets: dict[tuple[str, str], list[FlatConfig]] = {}
     for run, flat in zip(used, flats, strict=True):
         buckets.setdefault((run.env, run.algo), []).append(flat)
     differing: dict[str, set[str]] = {}  # per algorithm, over all its envs: one name for a group on every env

@@ -20,7 +20,6 @@ from omegaconf import DictConfig
 from rlexp.errors import ConfigError, one_line_error
 from rlexp.files.atomic import atomic_write, fsync_dir, naming_the_path, remove_partial_saves
 from rlexp.monitor.evaluation import EVAL_SEED_OFFSET, eval_env_count
-from rlexp.monitor.finite import check_parameters
 from rlexp.rundir.checksums import check_unchanged
 from rlexp.rundir.contract import (
     BEST_DIR,
@@ -49,6 +48,8 @@ def save_agent(model: BaseAlgorithm, dest_dir: Path, replay_buffer: bool = False
     agent whose parameters hold NaN or inf is refused (rlexp.monitor.finite), so that no checkpoint, best
     or resume agent is of a diverged run.
     """
+    from rlexp.monitor.finite import check_parameters  # (torch: loaded where an agent is saved, not read)
+
     check_parameters(model)
     vecnormalize = model.get_vec_normalize_env()
     if vecnormalize is not None:

@@ -113,7 +113,10 @@ def optimality_gap(tasks: Sequence[np.ndarray]) -> np.ndarray:
 def _trimmed(v: np.ndarray, c: np.ndarray, cum: np.ndarray, low: int, high: int) -> np.ndarray:
     """Mean of the order statistics low..high-1 of each resample: each run weighs what of its draws'
     places (cum - c .. cum) falls in the window."""
-    weight = np.minimum(cum, high) - np.maximum(cum - c, low)
+    weight = np.minimum(cum, high)
+    start = np.subtract(cum, c)  # (in place from here: two arrays of reps x runs, not four)
+    np.maximum(start, low, out=start)
+    weight -= start
     np.maximum(weight, 0, out=weight)
     return (weight @ v) / (high - low)
 
@@ -212,7 +215,8 @@ def _improvement_of_counts(x: np.ndarray, y: np.ndarray) -> Callable[[np.ndarray
     above, n, m = _above(x, y), x.size, y.size
 
     def of_counts(cx: np.ndarray, cum_y: np.ndarray) -> np.ndarray:
-        below_twice = np.take(cum_y, above[0], axis=1) + np.take(cum_y, above[1], axis=1)  # (each at most 2m)
+        below_twice = np.take(cum_y, above[0], axis=1)  # (each at most 2m)
+        below_twice += np.take(cum_y, above[1], axis=1)
         return np.einsum("ij,ij->i", cx, below_twice, dtype=np.float64) / (2.0 * n * m)
 
     return of_counts
