@@ -286,6 +286,7 @@ WHOLE_CONFIG_ENTRIES = {
     "hydra_plugins/rlexp_launcher/launcher.py:setup": "Hydra's launcher plugin: the sweep's config, for its jobs",
     "hydra_plugins/rlexp_launcher/launcher.py:__init__": "one of its jobs: the sweep's config, composed in the job",
     "rlexp/sweeper/loop.py:__init__": "the sweep's config, which the search composes again and records",
+    "rlexp/sweeper/composing.py:_set": "a trial's values set on Hydra's composition of its job, as Hydra sets them",
     "rlexp/sweeper/opening.py:open_study": "compares the sweep's composed config with the study's",
     "rlexp/sweeper/command_line.py:hide_password": "sets Hydra's own record of the storage URL",
     "rlexp/search/space.py:parse_search_space": "any key of the config may be searched",

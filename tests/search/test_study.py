@@ -11,12 +11,18 @@ import pytest
 from optuna.trial import TrialState
 
 from rlexp.rundir.contract import LOCK_FILE
+from rlexp.search.optuna_private import study_storage, trial_id
 from rlexp.search.study import (
+    ENV_STORAGE,
+    ENV_STUDY,
+    ENV_TRIAL,
     INTERRUPTED_ATTR,
     OWNER_ATTR,
     REQUEUED_FROM_ATTR,
     RUN_DIR_ATTR,
     hand_over,
+    job_trial,
+    jobs_reach,
     reclaim_interrupted_trials,
 )
 
@@ -78,3 +84,22 @@ def test_a_trial_handed_over_by_its_stopped_run_is_queued_once(tmp_path):
     assert reclaim_interrupted_trials(study) == 0
     assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.WAITING]
     assert study.trials[0].user_attrs["fail_reason"].startswith("interrupted: stopped by a signal at step 4224")
+
+
+def test_a_job_in_its_sweepers_process_reaches_its_trial_through_the_sweepers_storage(tmp_path, monkeypatch):
+    """Hydra's basic launcher runs a trial's job in the sweeper's process: the job reports to its trial
+    through the storage the sweeper opened, not one it opens again (an engine, a schema check, each trial);
+    a job elsewhere, or after the sweep, opens its own."""
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(storage=url, study_name="s")
+    trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    for name, value in ((ENV_STORAGE, url), (ENV_STUDY, "s"), (ENV_TRIAL, str(trial_id(trial)))):
+        monkeypatch.setenv(name, value)
+    with jobs_reach(url, study):
+        job = job_trial()
+        assert job is not None and study_storage(job.study) is study_storage(study)
+        job.report(0.5, 1)
+    assert study.trials[0].intermediate_values == {1: 0.5}
+    alone = job_trial()
+    assert alone is not None and alone.number == trial.number
+    assert study_storage(alone.study) is not study_storage(study)

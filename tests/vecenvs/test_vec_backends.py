@@ -110,6 +110,24 @@ def test_auto_is_numpy_for_cartpole_and_lean_otherwise() -> None:
     assert resolved(compose_cfg(["env=cartpole", "env.vec_env=subproc"])[0].env, for_eval=True) == "lean"
 
 
+def test_auto_steps_fewer_than_8_cartpoles_one_by_one() -> None:
+    """A NumPy step costs as much as 7 CartPoles stepped in lean: auto takes numpy from 8 envs on, counting
+    an evaluation's envs on their own; an explicit numpy is kept whatever the count."""
+    from rlexp.vecenvs.choice import resolved
+
+    few = compose_cfg(["env=cartpole", "env.n_envs=1"])[0].env
+    assert [resolved(few), resolved(few, n_envs=7), resolved(few, for_eval=True, n_envs=8)] == ["lean", "lean", "numpy"]
+    many = compose_cfg(["env=cartpole", "env.n_envs=8"])[0].env
+    assert [resolved(many), resolved(many, for_eval=True, n_envs=3)] == ["numpy", "lean"]
+    from rlexp.builders.envs import build_vec_env
+    from rlexp.vecenvs.lean import LeanVecEnv
+
+    three = build_vec_env(many, 0, None, for_eval=True, n_envs=3)  # (an evaluation of 3 episodes)
+    assert isinstance(three.unwrapped, LeanVecEnv)
+    three.close()
+    assert resolved(compose_cfg(["env=cartpole", "env.n_envs=1", "env.vec_env=numpy"])[0].env) == "numpy"
+
+
 def test_envpool_keeps_sb3_s_contract_on_cartpole(tmp_path: Path) -> None:
     """EnvPool's start states are its own; what SB3 reads of each step is SB3's: the reset observation on the
     step an episode ends, the last one in terminal_observation, TimeLimit.truncated exactly at the time

@@ -16,6 +16,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 import hydra_plugins.rlexp_optuna_sweeper.config  # noqa: F401  (registers the schema)
+from rlexp.sweeper.composing import TrialConfigs
 from rlexp.sweeper.loop import Sweep
 from rlexp.sweeper.settings import SweepSettings
 
@@ -28,8 +29,12 @@ class OptunaSweeper(Sweeper):
         self.settings = SweepSettings.of(**settings)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        # (each trial's config composed from one composition of what the trials share: rlexp.sweeper.composing)
+        trials = HydraContext(
+            config_loader=TrialConfigs(hydra_context.config_loader), callbacks=hydra_context.callbacks
+        )
         launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=hydra_context, task_function=task_function, config=config
+            hydra_context=trials, task_function=task_function, config=config
         )
         if importlib.util.find_spec("hydra_plugins.hydra_optuna_sweeper") is not None:
             log.warning(

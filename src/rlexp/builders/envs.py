@@ -245,7 +245,7 @@ def build_vec_env(
     if monitor_dir is not None:
         monitor_dir.mkdir(parents=True, exist_ok=True)
         append = append and all((monitor_dir / f"{rank}.{Monitor.EXT}").is_file() for rank in range(n_envs))
-    kind = resolved(env_cfg, for_eval, render=render_mode is not None or in_process)
+    kind = resolved(env_cfg, for_eval, render=render_mode is not None or in_process, n_envs=n_envs)
     env_seed = seed + EVAL_SEED_OFFSET if for_eval else seed
     stacked = False
     if kind in ("numpy", "envpool"):

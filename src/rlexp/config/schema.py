@@ -253,7 +253,7 @@ class CrossQConfig(OffPolicyConfig):
 
 # ----------------------------------------------------------------------------------- envs
 class VecEnvKind(str, Enum):
-    auto = "auto"  # numpy where it gives the same results as dummy, otherwise lean (rlexp.vecenvs.choice)
+    auto = "auto"  # numpy for 8+ envs where it gives the same results as dummy, otherwise lean (rlexp.vecenvs.choice)
     dummy = "dummy"  # SB3's DummyVecEnv: all envs in this process
     lean = "lean"  # DummyVecEnv without its per-step copies: the same results, faster
     subproc = "subproc"  # SB3's SubprocVecEnv, one process per env: for expensive envs (physics, emulators)

@@ -3,6 +3,8 @@ SLURM job."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import platform
 import socket
@@ -33,6 +35,11 @@ def now() -> str:
 
 def package_versions(more: tuple[str, ...] = ()) -> dict[str, str | None]:
     """The versions of the packages a run depends on, and of ``more``: None where one is not installed."""
+    return dict(_versions(more))
+
+
+@functools.cache  # (looked up once a process: the packages it runs were loaded when it started)
+def _versions(more: tuple[str, ...]) -> dict[str, str | None]:
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in (*PACKAGES, *more):
         try:
@@ -43,19 +50,25 @@ def package_versions(more: tuple[str, ...] = ()) -> dict[str, str | None]:
 
 
 def git_commit(path: Path) -> dict[str, Any] | None:
-    """Commit (and whether the tree had uncommitted changes) of the git checkout holding ``path``."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(path), *args], capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-
+    """Commit (and whether the tree had uncommitted changes) of the git checkout holding ``path``, from one
+    ``git status`` (None: no checkout, or one without a commit)."""
     try:
-        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
+        lines = subprocess.run(
+            ["git", "-C", str(path), "status", "--porcelain=v2", "--branch"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
         return None
+    commit = next((line.split(" ", 2)[2] for line in lines if line.startswith("# branch.oid ")), "(initial)")
+    if commit == "(initial)":
+        return None
+    return {"commit": commit, "dirty": any(not line.startswith("#") for line in lines)}  # (# lines: the header)
 
 
+@functools.cache  # (once a process: the source it runs was loaded when it started)
 def _rlexp_source_commit() -> dict[str, Any] | None:
     """Only for a source checkout of rlexp (editable install): a wheel inside some repo has none."""
     repo = Path(__file__).resolve().parents[3]
@@ -64,10 +77,12 @@ def _rlexp_source_commit() -> dict[str, Any] | None:
 
 def provenance(sbx: bool) -> dict[str, Any]:
     """Versions (with sbx's and JAX's under backend=sbx, ``sbx``: its zips are pickles of JAX objects), git
-    state of rlexp's source and of the working directory, host, process and SLURM job."""
+    state of rlexp's source and of the working directory, host, process and SLURM job. The versions and
+    rlexp's source are looked up once a process (a search's trials in its sweeper's process: once), the
+    working directory at each call."""
     return {
         "versions": package_versions(SBX_PACKAGES if sbx else ()),
-        "git": {"rlexp": _rlexp_source_commit(), "cwd": git_commit(Path.cwd())},
+        "git": {"rlexp": copy.copy(_rlexp_source_commit()), "cwd": git_commit(Path.cwd())},
         "host": socket.gethostname(),
         "boot_id": boot_id(),
         "pid": os.getpid(),

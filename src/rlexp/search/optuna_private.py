@@ -15,6 +15,12 @@ def _storage(study: optuna.Study) -> BaseStorage:
     return study._storage
 
 
+def study_storage(study: optuna.Study) -> BaseStorage:
+    """The storage a study reads and writes (``_storage``, with Optuna's cache): the jobs of a sweep that run
+    in its sweeper's process share it (rlexp.search.study.jobs_reach)."""
+    return _storage(study)
+
+
 def trial_id(trial: optuna.Trial | FrozenTrial) -> int:
     """A trial's id in the storage (``_trial_id``): the one handle by which a job rebuilds its live trial
     (``optuna.trial.Trial(study, trial_id)``: rlexp.search.study.job_trial) and a study's trial is written to."""

@@ -2,7 +2,7 @@
 
 optimization_results.yaml    best value, params and trial; trials per state
 trials.csv                   one row per trial: state, value, params, seed, the command to re-run it
-tuned/<algo>_<env>_search.yaml   the best params as a tuned file (see README)
+tuned/<algo>_<env>_search.yaml   the best params as a tuned file (see README), written again when the best changes
 plots/*.png                  history, parameter importances, intermediate values (at the end)
 """
 
@@ -24,7 +24,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from rlexp.config.overrides import as_override
 from rlexp.files.atomic import atomic_write_text
-from rlexp.rundir.contract import CONFIG_FILE, SEED_DIR_PREFIX
+from rlexp.rundir.contract import CONFIG_FILE, SEED_DIR_PREFIX, read_config_dict
 from rlexp.search.study import COMMAND_ATTR, RUN_DIR_ATTR
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def tuned_yaml(study: optuna.Study, name: str, best: FrozenTrial) -> str:
     # a trial of several seeds keeps one run per seed in seed_<s>/; their training configs differ only in seed
     one = run_dir / CONFIG_FILE
     configs = [one] if one.is_file() else sorted(run_dir.glob(f"{SEED_DIR_PREFIX}*/{CONFIG_FILE}"))
-    used = [yaml.safe_load(path.read_text()) for path in configs]  # may raise OSError
+    used = [read_config_dict(path.parent) for path in configs]  # may raise OSError, ValueError
     if not used:
         raise OSError(f"no {CONFIG_FILE} in {run_dir}")
     seeds = ", ".join(str(u["seed"]) for u in used)
@@ -124,6 +124,11 @@ def _plots(study: optuna.Study, directory: Path) -> None:
             plt.close("all")
 
 
+# the tuned file of each sweep dir, by the best trial this process wrote it from: written again only when the
+# best changes (the best run's config read, the file written, at every trial otherwise)
+_tuned_made: dict[Path, tuple[Any, ...]] = {}
+
+
 def write_results(
     study: optuna.Study, sweep_dir: Path, choices: Mapping[str, Any], plots: bool, winner: int | None = None
 ) -> dict[str, Any]:
@@ -151,16 +156,20 @@ def write_results(
         }
         algo, env = choices.get("algo"), choices.get("env")
         name = f"{algo}_{env}_search"
+        tuned = sweep_dir / "tuned" / f"{name}.yaml"
+        made = (study.study_name, best.number, best.value, best.user_attrs.get(RUN_DIR_ATTR), best.datetime_complete)
         try:
-            atomic_write_text(sweep_dir / "tuned" / f"{name}.yaml", tuned_yaml(study, name, best))
-            results["tuned_file"] = str(sweep_dir / "tuned" / f"{name}.yaml")
+            if _tuned_made.get(tuned) != made or not tuned.is_file():  # (a trial that left the best: as it was)
+                atomic_write_text(tuned, tuned_yaml(study, name, best))
+                _tuned_made[tuned] = made
+            results["tuned_file"] = str(tuned)
             searchpath = f"file://{sweep_dir}"
             if not re.fullmatch(r"[\w./:+-]+", searchpath):  # (quoted for Hydra: a path with spaces...)
                 searchpath = as_override("hydra.searchpath", searchpath).partition("=")[2]
             results["train_with_it"] = shlex.join(
                 ["rlexp", f"algo={algo}", f"env={env}", f"hydra.searchpath=[{searchpath}]", f"tuned={name}"]
             )
-        except (OSError, KeyError) as err:  # the best trial ran where this sweeper cannot read its run dir
+        except (OSError, KeyError, ValueError) as err:  # the best trial ran where this sweeper cannot read its run dir
             log.warning("no tuned file: cannot read the best trial's config (%s)", err)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(sweep_dir / "optimization_results.yaml", yaml.safe_dump(results, sort_keys=False))

@@ -6,6 +6,8 @@ import hashlib
 import json
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import optuna
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig
+from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
 from rlexp.cluster.liveness import owner_is_gone, slurm_jobs_over, slurm_restart_count
@@ -22,7 +25,7 @@ from rlexp.config.plain import plain_dict
 from rlexp.errors import ConfigError
 from rlexp.lifecycle.lock import is_free
 from rlexp.rundir.contract import SEED_DIR_PREFIX
-from rlexp.search.optuna_private import set_trial_user_attr, trial_numbered
+from rlexp.search.optuna_private import set_trial_user_attr, study_storage, trial_numbered
 from rlexp.search.space import described
 from rlexp.search.storage import open_storage
 
@@ -279,8 +282,27 @@ def _sweep_pruner() -> optuna.pruners.BasePruner | None:
     return instantiate(node) if node is not None and "_target_" in node else None
 
 
+# the storages of the sweeps under way in this process, by URL (rlexp.sweeper.loop): a job run in its sweeper's
+# process (Hydra's basic launcher) reaches its trial through its sweeper's, and opens none of its own (a SQLite
+# engine made and its schema checked, a journal file read again, at every trial)
+_sweeping: dict[str, BaseStorage] = {}
+os.register_at_fork(after_in_child=_sweeping.clear)  # (a forked child must not use its parent's connections)
+
+
+@contextmanager
+def jobs_reach(url: str, study: optuna.Study) -> Iterator[None]:
+    """While a sweep runs: the jobs that it runs in this process reach their trials through the storage of
+    its ``study``, the storage at ``url``."""
+    _sweeping[url] = study_storage(study)
+    try:
+        yield
+    finally:
+        _sweeping.pop(url, None)
+
+
 def job_trial() -> optuna.trial.Trial | None:
-    """In a job of an rlexp sweep: the live trial that this job runs, rebuilt from the shared storage."""
+    """In a job of an rlexp sweep: the live trial that this job runs, rebuilt from the shared storage (its
+    sweeper's when the job runs in the sweeper's process)."""
     trial_id = os.environ.get(ENV_TRIAL)
     if not trial_id:
         return None
@@ -290,5 +312,6 @@ def job_trial() -> optuna.trial.Trial | None:
             f"{ENV_TRIAL} is set but {ENV_STORAGE} is not: this trial's job did not get its sweeper's "
             "environment (an sbatch --export other than ALL?)"
         )
-    study = optuna.load_study(study_name=os.environ[ENV_STUDY], storage=open_storage(url), pruner=_sweep_pruner())
+    storage = _sweeping.get(url) or open_storage(url)
+    study = optuna.load_study(study_name=os.environ[ENV_STUDY], storage=storage, pruner=_sweep_pruner())
     return optuna.trial.Trial(study, int(trial_id))

@@ -29,6 +29,7 @@ from rlexp.search.study import (
     OWNER_ATTR,
     RUN_DIR_ATTR,
     finished_trials,
+    jobs_reach,
     owner,
     reclaim_interrupted_trials,
 )
@@ -91,15 +92,16 @@ class Sweep:
         several run at once, else in batches of n_jobs."""
         search = self.start(arguments)
         at_once = self._steady_slots()
-        if at_once > 1:
-            with stop_signals_raise():  # (its jobs are waited for in threads: a stop comes here)
-                self._run_steady(search, at_once)
-        else:
-            while trials := self.ask(search, self.settings.n_jobs):
-                for job, outcome in zip(trials, self.launch(search.study, trials), strict=True):
-                    self.tell(search.study, job.trial, outcome)
-                self.settle(search.study)
-        self.finish(search)
+        with jobs_reach(self.storage_url, search.study):  # (jobs run in this process: its study)
+            if at_once > 1:
+                with stop_signals_raise():  # (its jobs are waited for in threads: a stop comes here)
+                    self._run_steady(search, at_once)
+            else:
+                while trials := self.ask(search, self.settings.n_jobs):
+                    for job, outcome in zip(trials, self.launch(search.study, trials), strict=True):
+                        self.tell(search.study, job.trial, outcome)
+                    self.settle(search.study)
+            self.finish(search)
 
     def _steady_slots(self) -> int:
         """How many trials the steady search keeps running (0: it runs batches)."""
