@@ -2,8 +2,9 @@
 and Optuna's own `optimize` on the same objective (RL Zoo's search: its n_jobs threads), at 1, 2 and 4
 workers, with the median pruner, side by side in one run.
 
-The objective: SB3 PPO on CartPole for 4,096 steps, evaluated every 512 (3 episodes; reported to the pruner as
-evaluation 1, 2, ...), then 5 final episodes; the learning rate searched (TPE, seeded). Pruned trials end early,
+The objective: SB3 PPO on CartPole for 4,096 steps with SB3's defaults (no tuned file), evaluated every 512 (3
+episodes, seeded; reported to the pruner as evaluation 1, 2, ...), then 5 final episodes; the learning rate alone
+searched (TPE, seeded). Pruned trials end early,
 so trials differ in length, as in a real search. Per method and worker count it prints the wall time for the
 trials, trials per minute, the idle share of the workers (1 - sum of trial times / (workers x wall)), and the
 time until the best value reached the value every method reached. rlexp's 2- and 4-worker searches run their
@@ -33,6 +34,8 @@ RLEXP_TRIAL = [
     "hparams=search",
     "algo=ppo",
     "env=cartpole",
+    "~tuned",  # (SB3's defaults, as the Optuna side's PPO: the same objective)
+    "hydra.sweeper.params={}",  # (the learning rate alone searched, as on the Optuna side)
     "env.n_envs=1",
     f"n_timesteps={STEPS}",
     "algo.n_steps=256",
@@ -78,6 +81,7 @@ class Report(BaseCallback):
 def objective(trial):
     lr = trial.suggest_float("algo.learning_rate", 1e-5, 1e-2, log=True)
     env, eval_env = gym.make("CartPole-v1"), Monitor(gym.make("CartPole-v1"))
+    eval_env.reset(seed=trial.number)  # (its episodes the same from run to run, as rlexp's seeded ones)
     model = PPO("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=2, learning_rate=lr, seed=trial.number,
                 device="cpu")
     model.learn({STEPS}, callback=Report(trial, eval_env))
