@@ -12,7 +12,7 @@ from hydra.initialize import initialize_config_module
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.config.hydra_versions import version_base
+from rlexp.config.hydra_versions import has_whitelist, version_base
 from rlexp.sweeper.composing import TrialConfigs
 
 pytestmark = pytest.mark.unit  # pure logic in-process, no training (pytest -m unit)
@@ -73,7 +73,11 @@ def test_each_trials_config_is_hydras_own_composition_and_hydra_composes_the_sha
     # (nothing left from trials 0 and 1: the search's 5 episodes, deterministic)
     assert (config.callbacks.eval.n_episodes, config.callbacks.eval.deterministic) == (5, True)
     assert ",callbacks.eval={final_episodes: 6}," in config.hydra.job.override_dirname
-    assert hydra.composed == 2  # the shared part, and the first trial whole to compare: no more
+    if has_whitelist():  # Hydra 1.4: its composition is not yet matched (the first trial differs), so Hydra
+        # composes every trial, as before; the configs above are Hydra's own either way
+        assert hydra.composed == 1 + len(evaluations)
+    else:
+        assert hydra.composed == 2  # the shared part, and the first trial whole to compare: no more
 
 
 def test_a_trial_that_chooses_a_group_or_adds_a_key_is_composed_by_hydra(hydra_loader):
