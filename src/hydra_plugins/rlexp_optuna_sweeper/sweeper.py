@@ -5,6 +5,7 @@ then the command's overrides; the loop lives in rlexp, under its layers and test
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import logging
@@ -30,9 +31,8 @@ class OptunaSweeper(Sweeper):
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         # (each trial's config composed from one composition of what the trials share: rlexp.sweeper.composing)
-        trials = HydraContext(
-            config_loader=TrialConfigs(hydra_context.config_loader), callbacks=hydra_context.callbacks
-        )
+        # (a copy: Hydra 1.4's context carries its execution whitelist too)
+        trials = dataclasses.replace(hydra_context, config_loader=TrialConfigs(hydra_context.config_loader))
         launcher = Plugins.instance().instantiate_launcher(
             hydra_context=trials, task_function=task_function, config=config
         )
